@@ -1,0 +1,1 @@
+"""Environment families (installed as ``gymhub.envs``)."""

@@ -1,0 +1,68 @@
+"""``toy-letters-v0``: "say c" — the outcome is the fraction of reply characters equal to c.
+
+In memory, no sandbox: the cheapest env there is, used to measure framework overhead and as a
+task a tiny random-initialised model can learn in a few hundred GRPO steps.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any, ClassVar
+
+from gymhub.env import Env, EnvReply
+from gymhub.types import Message, Task
+from gymhub.verifiers.base import BaseVerifier
+
+PHRASINGS = ("say {c}", "Reply with the letter {c}.", "Repeat the letter {c}.",
+             "Write {c} several times.")
+
+
+class LettersVerifier(BaseVerifier):
+    id = "letters-fraction"
+    version = "1.0.0"
+
+    def check(self, task: Task, final_state: Any) -> tuple[float, dict[str, Any]]:
+        reply: str = final_state.get("reply") or ""
+        letter = task.hidden["letter"]
+        hits = sum(1 for ch in reply if ch == letter)
+        outcome = hits / len(reply) if reply else 0.0
+        return round(outcome, 9), {"matching": hits, "length": len(reply),
+                                   "bad_action_steps": final_state.get("bad_action_steps", [])}
+
+
+class LettersEnv(Env):
+    family: ClassVar[str] = "toy"
+    version: ClassVar[str] = "0.1.0"
+    default_max_turns: ClassVar[int] = 1
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._reply: str | None = None
+        super().__init__(**kwargs)
+
+    def load_tasks(self) -> list[Task]:
+        tasks = []
+        for letter in string.ascii_lowercase:
+            for phrasing in PHRASINGS:
+                prompt = phrasing.format(c=letter)
+                wrong = "z" if letter != "z" else "a"
+                hidden = {"letter": letter, "solutions": {
+                    "reference": [{"role": "assistant", "content": letter * 8}],
+                    "wrong": [{"role": "assistant", "content": wrong * 8}],
+                    "half": [{"role": "assistant", "content": (letter + wrong) * 4}]}}
+                task = Task.create(self.env_id, "train", prompt, hidden)
+                split = "eval" if phrasing == PHRASINGS[-1] else "train"
+                tasks.append(task.model_copy(update={"split": split}))
+        return tasks
+
+    def make_verifier(self) -> LettersVerifier:
+        return LettersVerifier(self.rules)
+
+    async def start_episode(self, task: Task) -> None:
+        self._reply = None
+
+    async def on_action(self, message: Message) -> EnvReply:
+        self._reply = message.content
+        return EnvReply([Message(role="user", content="ok")], done=True)
+
+    async def final_state(self) -> dict[str, Any]:
+        return {"reply": self._reply, "bad_action_steps": self.bad_action_steps}

@@ -1,0 +1,121 @@
+"""``check_env``: the env contract as a function any env author can run.
+
+It drives the env through its public sync API only (so it works on a remote env too) and
+collects every broken promise into one :class:`~gymhub.errors.EnvContractError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from gymhub.errors import EnvContractError, EpisodeOver
+from gymhub.types import Verdict
+
+BAD_ACTIONS: dict[str, Any] = {
+    "malformed tool call": {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_bad", "type": "function",
+         "function": {"name": "submit", "arguments": "{not json"}}]},
+    "unknown tool": {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_unknown", "type": "function",
+         "function": {"name": "no_such_tool_xyz", "arguments": "{}"}}]},
+    "non-UTF-8 bytes": b"\xff\xfe\xfa not utf-8 \xc3\x28",
+    "10 MB string": "x" * (10 * 1024 * 1024),
+}
+
+
+def _hidden_strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        if len(value) >= 12:
+            yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _hidden_strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _hidden_strings(v)
+
+
+def _scripted_actions(task: Any) -> list[Any]:
+    solutions = task.hidden.get("solutions") or {}
+    return list(solutions.get("reference") or ["done"])
+
+
+def _play(env: Any, task_id: str, actions: list[Any]) -> tuple[Verdict | None, int]:
+    env.reset(options={"task_id": task_id})
+    for i, action in enumerate(actions * 50):
+        _, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return info.get("verdict"), i + 1
+    return None, len(actions) * 50
+
+
+def check_env(env: Any, *, seed: int = 1234, check_bad_actions: bool = True) -> None:
+    """Raise :class:`EnvContractError` listing every way ``env`` breaks the contract."""
+    problems: list[str] = []
+    obs1, info1 = env.reset(seed=seed)
+    obs2, info2 = env.reset(seed=seed)
+    if (obs1, info1.get("task_id")) != (obs2, info2.get("task_id")):
+        problems.append("reset with the same seed gave different tasks or observations")
+    if json.dumps(info1, sort_keys=True, default=str) != json.dumps(info2, sort_keys=True,
+                                                                    default=str):
+        problems.append("reset with the same seed gave different info")
+    task_id = info1.get("task_id")
+    if not isinstance(task_id, str):
+        raise EnvContractError("reset() info must carry the task id as info['task_id']")
+    obs3, _ = env.reset(options={"task_id": task_id})
+    if obs3 != obs1:
+        problems.append("reset with the same task id gave a different observation")
+    if not env.observation_space.contains(obs1):
+        problems.append(f"the observation is not in observation_space ({env.observation_space})")
+    for key in ("tools", "messages"):
+        if key not in info1:
+            problems.append(f"reset() info lacks {key!r}")
+
+    task = env.get_task(task_id) if hasattr(env, "get_task") else None
+    if task is not None:
+        shown = obs1 + json.dumps(info1, default=str)
+        leaked = [s[:40] for s in _hidden_strings(task.hidden) if s in shown]
+        if leaked:
+            problems.append(f"hidden task material is in the observation/info: {leaked[:3]}")
+        states = []
+        for _ in range(2):
+            env.reset(options={"task_id": task_id})
+            states.append(env.initial_state_fingerprint())
+        if states[0] != states[1]:
+            problems.append("reset to the same task gave a different initial state")
+
+    if check_bad_actions:
+        for name, action in BAD_ACTIONS.items():
+            env.reset(options={"task_id": task_id})
+            try:
+                obs, _, terminated, truncated, info = env.step(action)
+            except Exception as exc:  # noqa: BLE001 - that is the failure being checked
+                problems.append(f"a bad action ({name}) raised {type(exc).__name__}: {exc}")
+                continue
+            if not isinstance(obs, str) or "error" not in obs.lower():
+                problems.append(f"a bad action ({name}) got no error observation: {obs!r:.80}")
+            if (terminated or truncated) and not isinstance(info.get("verdict"), Verdict):
+                problems.append(f"episode ended on a bad action ({name}) without a verdict")
+
+    actions = _scripted_actions(task) if task is not None else ["done"]
+    verdict, _ = _play(env, task_id, actions)
+    if not isinstance(verdict, Verdict):
+        problems.append("termination did not carry info['verdict'] as a Verdict")
+    else:
+        if not 0.0 <= verdict.outcome <= 1.0:
+            problems.append(f"verdict outcome {verdict.outcome} is outside [0, 1]")
+        if not verdict.digest:
+            problems.append("the verdict has no digest")
+        try:
+            env.step(actions[0])
+            problems.append("step() after the end did not raise EpisodeOver")
+        except EpisodeOver:
+            pass
+        again, _ = _play(env, task_id, actions)
+        if again is None or again.model_dump_json() != verdict.model_dump_json():
+            problems.append("the same task and actions gave a different verdict or digest")
+    if problems:
+        raise EnvContractError(f"{getattr(env, 'env_id', env)} breaks the env contract:\n- "
+                               + "\n- ".join(problems))

@@ -1,0 +1,39 @@
+"""Policies: anything that answers a chat with an assistant message.
+
+All share one protocol (:class:`~gymhub.policies.base.Policy`). ``make_policy("scheme:arg")``
+builds one by name from :data:`POLICY_SCHEMES`: ``reference[:variant]``, ``openai:URL[#model]``,
+``hf:PATH``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from gymhub.errors import GymhubError
+from gymhub.policies.base import Policy, PolicyReply
+
+# scheme -> "module:factory"; a factory takes the text after "scheme:" (or "") and options.
+POLICY_SCHEMES: dict[str, str] = {
+    "reference": "gymhub.policies.reference:ReferencePolicy.from_spec",
+    "openai": "gymhub.policies.openai_policy:OpenAIPolicy.from_spec",
+    "hf": "gymhub.policies.hf_policy:HFPolicy.from_spec",
+}
+
+
+def make_policy(spec: str | Policy, **options: Any) -> Policy:
+    """Build a policy from ``"scheme:argument"``; a Policy object is returned as is."""
+    if not isinstance(spec, str):
+        return spec
+    scheme, _, argument = spec.partition(":")
+    if scheme not in POLICY_SCHEMES:
+        raise GymhubError(f"unknown policy {spec!r}; use one of "
+                          f"{', '.join(s + ':...' for s in POLICY_SCHEMES)}")
+    module_name, _, qualname = POLICY_SCHEMES[scheme].partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target(argument, **options)  # type: ignore[no-any-return]
+
+
+__all__ = ["POLICY_SCHEMES", "Policy", "PolicyReply", "make_policy"]

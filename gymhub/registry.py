@@ -1,0 +1,155 @@
+"""Where environments are found: ``registry.yaml``, entry points, and ``register()``.
+
+* ``registry.yaml`` (shipped inside the package) holds the specs of gymhub's own envs;
+* third-party packages declare ``[project.entry-points."gymhub.envs"]`` with
+  ``my-env-v0 = "my_package.envs:MyEnv"``: the name is the env id, the value the class, whose
+  ``family`` / ``version`` / ``registry_spec`` class attributes fill the rest of the spec;
+* code calls :func:`register` directly.
+
+Every id is also registered with Gymnasium as ``gymhub/<id>``, so ``gymnasium.make`` works.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from importlib import metadata, resources
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from gymhub.errors import GymhubError, UnknownEnv
+
+if TYPE_CHECKING:
+    from gymhub.env import Env
+
+ENTRY_POINT_GROUP = "gymhub.envs"
+GYM_NAMESPACE = "gymhub"
+
+
+class EnvSpec(BaseModel):
+    """Everything needed to build an env, and what ``gymhub info`` shows."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    entry_point: str
+    family: str = "generic"
+    description: str = ""
+    version: str = "0.1.0"
+    sandbox: str = "none"
+    verifier: str = ""
+    task_set: str = ""
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    reward: dict[str, Any] = Field(default_factory=dict)
+    rules: dict[str, float] = Field(default_factory=dict)
+    source: str = "register()"
+
+    def load_class(self) -> type[Env]:
+        module_name, _, attr = self.entry_point.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise GymhubError(f"env {self.id!r}: cannot load entry point {self.entry_point!r} "
+                              f"({exc}); is its package installed?") from exc
+        return obj  # type: ignore[no-any-return]
+
+
+_SPECS: dict[str, EnvSpec] = {}
+_LOADED = False
+
+
+def _load() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    text = resources.files("gymhub").joinpath("registry.yaml").read_text(encoding="utf-8")
+    for env_id, fields in (yaml.safe_load(text) or {}).get("envs", {}).items():
+        _add(EnvSpec(id=env_id, source="registry.yaml", **fields))
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in _SPECS:
+            dist = ep.dist.name if ep.dist is not None else "?"
+            _add(EnvSpec(id=ep.name, entry_point=ep.value, source=f"entry point ({dist})"))
+
+
+def _add(spec: EnvSpec) -> None:
+    _SPECS[spec.id] = spec
+    _register_with_gymnasium(spec.id)
+
+
+def _register_with_gymnasium(env_id: str) -> None:
+    import gymnasium
+
+    gym_id = f"{GYM_NAMESPACE}/{env_id}"
+    if gym_id not in gymnasium.registry:
+        gymnasium.register(id=gym_id, entry_point=_GymCreator(env_id),
+                           disable_env_checker=True)
+
+
+class _GymCreator:
+    """A picklable creator for ``gymnasium.make("gymhub/<id>")``."""
+
+    def __init__(self, env_id: str) -> None:
+        self.env_id = env_id
+
+    def __call__(self, **kwargs: Any) -> Env:
+        return make(self.env_id, **kwargs)
+
+
+def register(id: str, entry_point: str, *, replace: bool = False, **fields: Any) -> EnvSpec:
+    """Register an env in this process; ``entry_point`` is ``"module:Class"``."""
+    _load()
+    if id in _SPECS and not replace:
+        raise GymhubError(f"env {id!r} is already registered ({_SPECS[id].source}); "
+                          "pass replace=True to override it")
+    spec = EnvSpec(id=id, entry_point=entry_point, **fields)
+    _add(spec)
+    return spec
+
+
+def unregister(id: str) -> None:
+    """Forget an env registered with :func:`register` (mostly for tests)."""
+    import gymnasium
+
+    _SPECS.pop(id, None)
+    gymnasium.registry.pop(f"{GYM_NAMESPACE}/{id}", None)
+
+
+def spec(id: str) -> EnvSpec:
+    """The full spec of ``id``; for entry-point envs, completed from the class attributes."""
+    _load()
+    if id not in _SPECS:
+        raise UnknownEnv(id, difflib.get_close_matches(id, list(_SPECS), n=3, cutoff=0.4))
+    found = _SPECS[id]
+    if found.source.startswith("entry point") and not found.description:
+        cls = found.load_class()
+        extra = dict(getattr(cls, "registry_spec", {}) or {})
+        extra.setdefault("family", getattr(cls, "family", "generic"))
+        extra.setdefault("version", getattr(cls, "version", "0.1.0"))
+        extra.setdefault("description", (cls.__doc__ or "").strip().splitlines()[0]
+                         if cls.__doc__ else "")
+        found = found.model_copy(update=extra)
+        _SPECS[id] = found
+    return found
+
+
+def list_envs() -> list[EnvSpec]:
+    """Every known env spec, sorted by id."""
+    _load()
+    return [spec(env_id) for env_id in sorted(_SPECS)]
+
+
+def make(id: str, **overrides: Any) -> Env:
+    """Build env ``id`` from its spec; ``overrides`` replace the spec's default kwargs."""
+    env_spec = spec(id)
+    cls = env_spec.load_class()
+    kwargs: dict[str, Any] = {"env_id": id, "reward": env_spec.reward, "rules": env_spec.rules}
+    if env_spec.sandbox not in ("none", ""):
+        kwargs["sandbox"] = env_spec.sandbox
+    kwargs.update(env_spec.kwargs)
+    kwargs.update(overrides)
+    env = cls(**kwargs)
+    env.spec_info = env_spec  # type: ignore[attr-defined]
+    return env

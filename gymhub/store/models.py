@@ -1,0 +1,108 @@
+"""SQLAlchemy 2 models: runs, tasks, trajectories, turns, verdicts, path events.
+
+The pydantic types in :mod:`gymhub.types` are the source of truth; these tables hold them
+row by row so runs can be queried (pass rates, rule firing rates) in SQL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class RunRow(Base):
+    __tablename__ = "runs"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    env_id: Mapped[str] = mapped_column(String(200), index=True)
+    policy: Mapped[str] = mapped_column(Text)
+    split: Mapped[str] = mapped_column(String(16))
+    group_size: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(Integer)
+    task_ids: Mapped[list[Any]] = mapped_column(JSON)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=_now)
+
+
+class TaskRow(Base):
+    """The public part of a task (never the hidden part)."""
+
+    __tablename__ = "tasks"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    env_id: Mapped[str] = mapped_column(String(200))
+    split: Mapped[str] = mapped_column(String(16))
+    prompt: Mapped[str] = mapped_column(Text)
+    task_metadata: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class TrajectoryRow(Base):
+    __tablename__ = "trajectories"
+    __table_args__ = (UniqueConstraint("run_id", "task_id", "sample_index",
+                                       name="one_trajectory_per_sample"),)
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    task_id: Mapped[str] = mapped_column(String(64), index=True)
+    env_id: Mapped[str] = mapped_column(String(200))
+    sample_index: Mapped[int] = mapped_column(Integer)
+    policy: Mapped[str] = mapped_column(Text)
+    seed: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    env_version: Mapped[str] = mapped_column(String(64))
+    verifier_version: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    truncated: Mapped[int] = mapped_column(Integer, default=0)
+    timings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=_now)
+    turns: Mapped[list[TurnRow]] = relationship(order_by="TurnRow.index",
+                                                cascade="all, delete-orphan")
+    verdict: Mapped[VerdictRow | None] = relationship(cascade="all, delete-orphan")
+
+
+class TurnRow(Base):
+    __tablename__ = "turns"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    trajectory_id: Mapped[str] = mapped_column(ForeignKey("trajectories.id"), index=True)
+    index: Mapped[int] = mapped_column(Integer)
+    source: Mapped[str] = mapped_column(String(8))
+    messages: Mapped[list[Any]] = mapped_column(JSON)
+    token_ids: Mapped[list[Any]] = mapped_column(JSON)
+    logprobs: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    prompt_token_ids: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    loss_mask: Mapped[list[Any]] = mapped_column(JSON)
+    timings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class VerdictRow(Base):
+    __tablename__ = "verdicts"
+    trajectory_id: Mapped[str] = mapped_column(ForeignKey("trajectories.id"), primary_key=True)
+    outcome: Mapped[float] = mapped_column(Float)
+    path_signal: Mapped[float] = mapped_column(Float)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)
+    verifier: Mapped[str] = mapped_column(String(200))
+    verifier_version: Mapped[str] = mapped_column(String(64))
+    digest: Mapped[str] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    events: Mapped[list[PathEventRow]] = relationship(order_by="PathEventRow.index",
+                                                      cascade="all, delete-orphan")
+
+
+class PathEventRow(Base):
+    __tablename__ = "path_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    trajectory_id: Mapped[str] = mapped_column(ForeignKey("verdicts.trajectory_id"), index=True)
+    index: Mapped[int] = mapped_column(Integer)
+    step: Mapped[int] = mapped_column(Integer)
+    rule: Mapped[str] = mapped_column(String(200), index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    value: Mapped[float] = mapped_column(Float)
+    evidence: Mapped[str] = mapped_column(Text)

@@ -1,0 +1,183 @@
+"""Commit each trajectory as it finishes; read runs back exactly as they were written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import ArgumentError, IntegrityError
+from sqlalchemy.orm import Session, selectinload, sessionmaker
+
+from gymhub.errors import StoreError
+from gymhub.store.models import (
+    Base,
+    PathEventRow,
+    RunRow,
+    TaskRow,
+    TrajectoryRow,
+    TurnRow,
+    VerdictRow,
+)
+from gymhub.types import Message, PathEvent, Task, Trajectory, Turn, Verdict
+
+DEFAULT_URL = "sqlite:///gymhub.db"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: str
+    env_id: str
+    policy: str
+    split: str
+    group_size: int
+    seed: int
+    task_ids: list[str]
+    config: dict[str, Any]
+
+
+def open_store(url: str | None = None) -> TrajectoryStore:
+    """Open (and create if needed) the store at ``url``; a bare path means a SQLite file."""
+    url = url or DEFAULT_URL
+    if "://" not in url:
+        url = f"sqlite:///{Path(url).expanduser().resolve()}"
+    return TrajectoryStore(url)
+
+
+class TrajectoryStore:
+    def __init__(self, url: str) -> None:
+        try:
+            self.engine: Engine = create_engine(url, future=True)
+        except (ArgumentError, ImportError, ValueError) as exc:
+            raise StoreError(f"cannot open store {url!r}: {exc}") from exc
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        Base.metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.url = url
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------ writes
+    def create_run(self, run_id: str, *, env_id: str, policy: str, split: str, group_size: int,
+                   seed: int, tasks: list[Task], config: dict[str, Any] | None = None) -> None:
+        with self._sessions() as session, session.begin():
+            session.add(RunRow(id=run_id, env_id=env_id, policy=policy, split=split,
+                               group_size=group_size, seed=seed,
+                               task_ids=[t.id for t in tasks], config=config or {}))
+            known = set(session.scalars(select(TaskRow.id).where(
+                TaskRow.id.in_([t.id for t in tasks]))))
+            for task in tasks:
+                if task.id not in known:
+                    session.add(TaskRow(id=task.id, env_id=task.env_id, split=task.split,
+                                        prompt=task.prompt, task_metadata=task.metadata))
+
+    def add_trajectory(self, run_id: str, trajectory: Trajectory) -> bool:
+        """Commit one trajectory; returns False if that (task, sample) was already stored."""
+        row = _trajectory_row(run_id, trajectory)
+        try:
+            with self._sessions() as session, session.begin():
+                session.add(row)
+        except IntegrityError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ reads
+    def get_run(self, run_id: str) -> RunInfo:
+        with self._sessions() as session:
+            row = session.get(RunRow, run_id)
+            if row is None:
+                runs = [r.id for r in session.scalars(select(RunRow).limit(5))]
+                raise StoreError(f"no run {run_id!r} in {self.url}; some runs: {runs}")
+            return RunInfo(id=row.id, env_id=row.env_id, policy=row.policy, split=row.split,
+                           group_size=row.group_size, seed=row.seed,
+                           task_ids=list(row.task_ids), config=dict(row.config or {}))
+
+    def list_runs(self) -> list[RunInfo]:
+        with self._sessions() as session:
+            ids = list(session.scalars(select(RunRow.id).order_by(RunRow.created_at)))
+        return [self.get_run(i) for i in ids]
+
+    def stored_keys(self, run_id: str) -> set[tuple[str, int]]:
+        with self._sessions() as session:
+            rows = session.execute(select(TrajectoryRow.task_id, TrajectoryRow.sample_index)
+                                   .where(TrajectoryRow.run_id == run_id))
+            return {(task_id, k) for task_id, k in rows}
+
+    def load_trajectories(self, run_id: str, task_id: str | None = None) -> list[Trajectory]:
+        query = (select(TrajectoryRow).where(TrajectoryRow.run_id == run_id)
+                 .options(selectinload(TrajectoryRow.turns),
+                          selectinload(TrajectoryRow.verdict).selectinload(VerdictRow.events))
+                 .order_by(TrajectoryRow.task_id, TrajectoryRow.sample_index))
+        if task_id is not None:
+            query = query.where(TrajectoryRow.task_id == task_id)
+        with self._sessions() as session:
+            return [_trajectory_from_row(row) for row in session.scalars(query)]
+
+    def load_group(self, run_id: str, task_id: str) -> list[Trajectory]:
+        return self.load_trajectories(run_id, task_id)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the committing writer
+    cursor.execute("PRAGMA synchronous=NORMAL")  # durable across a killed process
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _trajectory_row(run_id: str, t: Trajectory) -> TrajectoryRow:
+    row = TrajectoryRow(
+        id=t.id, run_id=run_id, task_id=t.task_id, env_id=t.env_id,
+        sample_index=t.sample_index, policy=t.policy, seed=t.seed, env_version=t.env_version,
+        verifier_version=t.verifier_version, status=t.status, error=t.error,
+        truncated=int(t.truncated), timings=dict(t.timings))
+    row.turns = [TurnRow(index=i, source=turn.source,
+                         messages=[m.model_dump(mode="json") for m in turn.messages],
+                         token_ids=list(turn.token_ids),
+                         logprobs=None if turn.logprobs is None else list(turn.logprobs),
+                         prompt_token_ids=(None if turn.prompt_token_ids is None
+                                           else list(turn.prompt_token_ids)),
+                         loss_mask=list(turn.loss_mask), timings=dict(turn.timings))
+                 for i, turn in enumerate(t.turns)]
+    if t.verdict is not None:
+        v = t.verdict
+        row.verdict = VerdictRow(outcome=v.outcome, path_signal=v.path_signal,
+                                 details=v.details, verifier=v.verifier,
+                                 verifier_version=v.verifier_version, digest=v.digest,
+                                 error=v.error)
+        row.verdict.events = [PathEventRow(index=i, step=e.step, rule=e.rule, kind=e.kind,
+                                           value=e.value, evidence=e.evidence)
+                              for i, e in enumerate(v.path_events)]
+    return row
+
+
+def _trajectory_from_row(row: TrajectoryRow) -> Trajectory:
+    verdict = None
+    if row.verdict is not None:
+        v = row.verdict
+        verdict = Verdict(
+            outcome=v.outcome, path_signal=v.path_signal, details=v.details,
+            verifier=v.verifier, verifier_version=v.verifier_version, digest=v.digest,
+            error=v.error,
+            path_events=tuple(PathEvent(step=e.step, rule=e.rule, kind=e.kind,  # type: ignore[arg-type]
+                                        value=e.value, evidence=e.evidence) for e in v.events))
+    turns = tuple(
+        Turn(source=turn.source,  # type: ignore[arg-type]
+             messages=tuple(Message.model_validate(m) for m in turn.messages),
+             token_ids=tuple(turn.token_ids),
+             logprobs=None if turn.logprobs is None else tuple(turn.logprobs),
+             prompt_token_ids=(None if turn.prompt_token_ids is None
+                               else tuple(turn.prompt_token_ids)),
+             loss_mask=tuple(turn.loss_mask), timings=dict(turn.timings))
+        for turn in row.turns)
+    return Trajectory(id=row.id, task_id=row.task_id, env_id=row.env_id,
+                      sample_index=row.sample_index, turns=turns, verdict=verdict,
+                      policy=row.policy, seed=row.seed, env_version=row.env_version,
+                      verifier_version=row.verifier_version,
+                      status=row.status,  # type: ignore[arg-type]
+                      error=row.error, truncated=bool(row.truncated), timings=dict(row.timings))

@@ -1,0 +1,1 @@
+"""Trainers (installed as ``gymhub.trainers``): the GRPO trainer and trainer adapters."""

@@ -1,0 +1,1 @@
+"""Reusable checkers that env verifiers compose."""

@@ -1,0 +1,126 @@
+"""The rule library. Every rule is a pure function of the trajectory (and state/details)."""
+
+from __future__ import annotations
+
+import ast
+
+from gymhub.types import PathEvent
+from gymhub.verifiers.rlvp.base import Rule, RuleContext
+
+_EXIT_CALLS = {"sys.exit", "os._exit", "exit", "quit", "os.abort", "os.kill", "os.killpg",
+               "signal.raise_signal", "os.execv", "os.execl"}
+_FS_CALLS = {"open", "io.open", "os.open", "os.listdir", "os.scandir", "os.walk", "os.remove",
+             "os.unlink", "os.rename", "os.replace", "os.chmod", "glob.glob", "shutil.rmtree",
+             "shutil.copy", "shutil.move", "pathlib.Path", "Path", "os.system", "subprocess.run",
+             "subprocess.Popen", "subprocess.call", "subprocess.check_output"}
+
+
+def submitted_code(context: RuleContext) -> list[tuple[int, str]]:
+    """``(step, code)`` for each code submission (by the code env's extraction rule)."""
+    from gymhub.verifiers.checkers.code_extraction import extract_code
+
+    return [(step, code) for step, message in context.policy_steps()
+            if (code := extract_code(message)) is not None]
+
+
+def _called_names(code: str) -> list[tuple[int, str]]:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name:
+                found.append((getattr(node, "lineno", 0), name))
+    return sorted(found)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+class ExitCallRule(Rule):
+    """Penalty: the submitted code ends or signals the interpreter (a classic test-skip hack)."""
+
+    id, kind, value = "exit-call", "penalty", -1.0
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        events = []
+        for step, code in submitted_code(context):
+            hits = [f"line {line}: {name}()" for line, name in _called_names(code)
+                    if name in _EXIT_CALLS]
+            if hits:
+                events.append(self.event(step, "; ".join(hits)))
+        return events
+
+
+class FilesystemAccessRule(Rule):
+    """Penalty: a pure function reaches for files or processes (tests, checkers, the host)."""
+
+    id, kind, value = "filesystem-access", "penalty", -1.0
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        events = []
+        for step, code in submitted_code(context):
+            hits = [f"line {line}: {name}()" for line, name in _called_names(code)
+                    if name in _FS_CALLS]
+            if hits:
+                events.append(self.event(step, "; ".join(hits)))
+        return events
+
+
+class InvalidActionRule(Rule):
+    """Penalty: a malformed, oversized or non-UTF-8 action, or a call to an unknown tool."""
+
+    id, kind, value = "invalid-action", "penalty", -0.25
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        steps = context.details.get("bad_action_steps") or []
+        return [self.event(int(step), "the env rejected this action") for step in steps]
+
+
+class HiddenTestsFractionRule(Rule):
+    """Progress: the fraction of hidden tests passed (credit for partial solutions)."""
+
+    id, kind, value = "hidden-tests-fraction", "progress", 1.0
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        passed, total = context.details.get("passed", 0), context.details.get("total", 0)
+        if not total or not passed:
+            return []
+        last = max((s for s, _ in context.policy_steps()), default=0)
+        return [self.event(last, f"{passed}/{total} hidden tests", scale=passed / total)]
+
+
+class EmptyReplyRule(Rule):
+    """Penalty: the policy said nothing at all."""
+
+    id, kind, value = "empty-reply", "penalty", -1.0
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        return [self.event(step, "empty message") for step, message in context.policy_steps()
+                if not message.content.strip() and not message.tool_calls]
+
+
+class TargetPrefixRule(Rule):
+    """Progress: the reply starts with the character the task asks for (toy env)."""
+
+    id, kind, value = "target-prefix", "progress", 0.5
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        target = str(context.task.hidden.get("letter", ""))
+        return [self.event(step, f"starts with {target!r}")
+                for step, message in context.policy_steps()
+                if target and message.content.startswith(target)]
+
+
+RULES: dict[str, type[Rule]] = {rule.id: rule for rule in (
+    ExitCallRule, FilesystemAccessRule, InvalidActionRule, HiddenTestsFractionRule,
+    EmptyReplyRule, TargetPrefixRule)}
