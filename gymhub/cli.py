@@ -20,9 +20,14 @@ from rich.table import Table
 
 from gymhub.errors import GymhubError
 
-app = typer.Typer(help="gymhub: sandboxed environments for LLM agents, with verifiers.",
-                  no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="gymhub: sandboxed environments for LLM agents, with verifiers.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 out = Console()
+if not out.is_terminal:  # piped (logs, CI): wide enough that tables are not cut to "…"
+    out = Console(width=160)
 err = Console(stderr=True)
 
 
@@ -39,8 +44,10 @@ def _emit_json(document: Any) -> None:
 
 
 @app.command("list")
-def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-                 ids: bool = typer.Option(False, "--ids", help="Print only the ids.")) -> None:
+def list_command(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    ids: bool = typer.Option(False, "--ids", help="Print only the ids."),
+) -> None:
     """List every registered environment."""
     from gymhub.registry import list_envs
 
@@ -66,34 +73,59 @@ def info_command(env_id: str, as_json: bool = typer.Option(False, "--json")) -> 
     env_spec = spec(env_id)
     env = make(env_id)
     splits = {s: sum(1 for t in env.all_tasks if t.split == s) for s in ("train", "eval")}
-    rules = [{"id": r, "weight": w, "kind": RULES[r].kind, "value": RULES[r].value,
-              "description": (RULES[r].__doc__ or "").strip()}
-             for r, w in sorted(env_spec.rules.items()) if r in RULES]
-    doc = {**env_spec.model_dump(), "tasks": splits, "verifier_id": env.verifier.id,
-           "verifier_version": env.verifier.version, "beta": env.reward_config.beta,
-           "rules": rules, "tools": [t["function"]["name"] for t in env.tools()]}
+    rules = [
+        {
+            "id": r,
+            "weight": w,
+            "kind": RULES[r].kind,
+            "value": RULES[r].value,
+            "description": (RULES[r].__doc__ or "").strip(),
+        }
+        for r, w in sorted(env_spec.rules.items())
+        if r in RULES
+    ]
+    doc = {
+        **env_spec.model_dump(),
+        "tasks": splits,
+        "verifier_id": env.verifier.id,
+        "verifier_version": env.verifier.version,
+        "beta": env.reward_config.beta,
+        "rules": rules,
+        "tools": [t["function"]["name"] for t in env.tools()],
+    }
     env.close()
     if as_json:
         _emit_json(doc)
         return
     table = Table(show_header=False)
-    for key in ("id", "family", "description", "version", "entry_point", "sandbox",
-                "verifier_id", "verifier_version", "task_set", "tasks", "tools", "beta", "kwargs",
-                "source"):
+    for key in (
+        "id",
+        "family",
+        "description",
+        "version",
+        "entry_point",
+        "sandbox",
+        "verifier_id",
+        "verifier_version",
+        "task_set",
+        "tasks",
+        "tools",
+        "beta",
+        "kwargs",
+        "source",
+    ):
         table.add_row(key, str(doc[key]))
     out.print(table)
     rule_table = Table("rule", "kind", "base value", "weight", "description", title="RLVP rules")
     for r in rules:
-        rule_table.add_row(r["id"], r["kind"], str(r["value"]), str(r["weight"]),
-                           r["description"])
+        rule_table.add_row(r["id"], r["kind"], str(r["value"]), str(r["weight"]), r["description"])
     out.print(rule_table)
 
 
 @app.command("rollout")
 def rollout_command(
     env_id: str = typer.Argument(..., help="An env id, or 'all' for every registered env."),
-    policy: str = typer.Option("reference", help="reference[:variant] | openai:URL[#model] | "
-                                                 "hf:PATH"),
+    policy: str = typer.Option("reference", help="reference[:variant] | openai:URL[#model] | hf:PATH"),
     tasks: int | None = typer.Option(None, "--tasks", help="Number of tasks (default: all)."),
     group_size: int = typer.Option(1, "--group-size", "-g", help="Samples per task (G)."),
     concurrency: int = typer.Option(1, "--concurrency", "-c", help="Parallel episodes."),
@@ -116,9 +148,21 @@ def rollout_command(
     env_ids = [s.id for s in list_envs()] if env_id == "all" else [env_id]
     summaries = []
     for one_env in env_ids:
-        summaries.append(_rollout_one(store, one_env, policy, tasks, group_size, concurrency,
-                                      split, seed, resume,
-                                      run_id if len(env_ids) == 1 else None, as_json))
+        summaries.append(
+            _rollout_one(
+                store,
+                one_env,
+                policy,
+                tasks,
+                group_size,
+                concurrency,
+                split,
+                seed,
+                resume,
+                run_id if len(env_ids) == 1 else None,
+                as_json,
+            )
+        )
     store.close()
     if as_json:
         _emit_json(summaries[0] if len(summaries) == 1 else {"runs": summaries})
@@ -126,16 +170,31 @@ def rollout_command(
         _print_summary(summaries, db)
 
 
-def _rollout_one(store: Any, env_id: str, policy: str, tasks: int | None, group_size: int,
-                 concurrency: int, split: str, seed: int, resume: str | None,
-                 run_id: str | None, quiet: bool) -> dict[str, Any]:
+def _rollout_one(
+    store: Any,
+    env_id: str,
+    policy: str,
+    tasks: int | None,
+    group_size: int,
+    concurrency: int,
+    split: str,
+    seed: int,
+    resume: str | None,
+    run_id: str | None,
+    quiet: bool,
+) -> dict[str, Any]:
     from gymhub.registry import make
     from gymhub.rollout_engine import arollout, select_tasks
 
     if resume is not None:
         run = store.get_run(resume)
-        env_id, policy, split, group_size, seed = (run.env_id, run.policy, run.split,
-                                                   run.group_size, run.seed)
+        env_id, policy, split, group_size, seed = (
+            run.env_id,
+            run.policy,
+            run.split,
+            run.group_size,
+            run.seed,
+        )
         task_list: list[Any] = run.task_ids
         rid = run.id
         skip = store.stored_keys(rid)
@@ -144,36 +203,62 @@ def _rollout_one(store: Any, env_id: str, policy: str, tasks: int | None, group_
         chosen = select_tasks(probe, tasks)
         probe.close()
         rid = run_id or uuid.uuid4().hex[:12]
-        store.create_run(rid, env_id=env_id, policy=policy, split=split,
-                         group_size=group_size, seed=seed, tasks=chosen,
-                         config={"concurrency": concurrency})
+        store.create_run(
+            rid,
+            env_id=env_id,
+            policy=policy,
+            split=split,
+            group_size=group_size,
+            seed=seed,
+            tasks=chosen,
+            config={"concurrency": concurrency},
+        )
         task_list, skip = [t.id for t in chosen], set()
     if not quiet:
-        err.print(f"run [bold]{rid}[/bold]: {env_id} × {policy}, "
-                  f"{len(task_list)} tasks × G={group_size}")
+        err.print(f"run [bold]{rid}[/bold]: {env_id} × {policy}, {len(task_list)} tasks × G={group_size}")
     total = len(task_list) * group_size - len(skip)
     start = time.perf_counter()
-    progress = Progress(TextColumn(env_id), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=err, disable=quiet or not err.is_terminal,
-                        transient=False)
+    progress = Progress(
+        TextColumn(env_id),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=quiet or not err.is_terminal,
+        transient=False,
+    )
 
-    async def run() -> None:
-        async for _ in arollout(env_id, policy, tasks=task_list, group_size=group_size,
-                                concurrency=concurrency, store=store, run_id=rid, split=split,
-                                seed=seed, skip=skip,
-                                on_trajectory=lambda _t: progress.advance(bar)):
+    async def drive() -> None:
+        async for _ in arollout(
+            env_id,
+            policy,
+            tasks=task_list,
+            group_size=group_size,
+            concurrency=concurrency,
+            store=store,
+            run_id=rid,
+            split=split,
+            seed=seed,
+            skip=skip,
+            on_trajectory=lambda _t: progress.advance(bar),
+        ):
             pass
 
     with progress:
         bar = progress.add_task(env_id, total=total)
-        asyncio.run(run())
+        asyncio.run(drive())
     elapsed = time.perf_counter() - start
     stored = store.load_trajectories(rid)
     verdicts = [t.verdict for t in stored if t.verdict is not None]
     return {
-        "run_id": rid, "env_id": env_id, "policy": policy, "split": split,
-        "tasks": len(task_list), "group_size": group_size,
-        "trajectories": len(stored), "new_trajectories": total,
+        "run_id": rid,
+        "env_id": env_id,
+        "policy": policy,
+        "split": split,
+        "tasks": len(task_list),
+        "group_size": group_size,
+        "trajectories": len(stored),
+        "new_trajectories": total,
         "errors": sum(1 for t in stored if t.status == "errored"),
         "verifier_errors": sum(1 for v in verdicts if v.errored),
         "mean_outcome": _mean([v.outcome for v in verdicts]),
@@ -189,12 +274,30 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _print_summary(summaries: list[dict[str, Any]], db: str) -> None:
-    table = Table("env", "run", "tasks", "trajectories", "mean outcome", "mean path signal",
-                  "pass rate", "errors", "traj/s", title=f"rollout summary ({db})")
+    table = Table(
+        "env",
+        "run",
+        "tasks",
+        "trajectories",
+        "mean outcome",
+        "mean path signal",
+        "pass rate",
+        "errors",
+        "traj/s",
+        title=f"rollout summary ({db})",
+    )
     for s in summaries:
-        table.add_row(s["env_id"], s["run_id"], str(s["tasks"]), str(s["trajectories"]),
-                      _fmt(s["mean_outcome"]), _fmt(s["mean_path_signal"]), _fmt(s["pass_rate"]),
-                      str(s["errors"] + s["verifier_errors"]), _fmt(s["trajectories_per_s"]))
+        table.add_row(
+            s["env_id"],
+            s["run_id"],
+            str(s["tasks"]),
+            str(s["trajectories"]),
+            _fmt(s["mean_outcome"]),
+            _fmt(s["mean_path_signal"]),
+            _fmt(s["pass_rate"]),
+            str(s["errors"] + s["verifier_errors"]),
+            _fmt(s["trajectories_per_s"]),
+        )
     out.print(table)
 
 
@@ -203,8 +306,10 @@ def _fmt(value: float | None) -> str:
 
 
 @app.command("verify")
-def verify_command(path: str = typer.Argument(..., help="A JSONL export of trajectories."),
-                   as_json: bool = typer.Option(False, "--json")) -> None:
+def verify_command(
+    path: str = typer.Argument(..., help="A JSONL export of trajectories."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Re-verify stored trajectories; report every verdict whose digest changed."""
     from gymhub.reverify import reverify
     from gymhub.store.export import read_jsonl
@@ -215,31 +320,43 @@ def verify_command(path: str = typer.Argument(..., help="A JSONL export of traje
         raise GymhubError(f"cannot read trajectories from {path}: {exc}") from exc
     results = reverify(trajectories)
     changed = [r for r in results if r.changed or r.error]
-    doc = {"checked": len(results), "changed": len(changed),
-           "skipped_errored": len(trajectories) - len(results),
-           "mismatches": [{"trajectory_id": r.trajectory_id, "task_id": r.task_id,
-                           "stored_digest": r.stored.digest if r.stored else None,
-                           "fresh_digest": r.fresh.digest if r.fresh else None,
-                           "stored_outcome": r.stored.outcome if r.stored else None,
-                           "fresh_outcome": r.fresh.outcome if r.fresh else None,
-                           "error": r.error} for r in changed]}
+    doc: dict[str, Any] = {
+        "checked": len(results),
+        "changed": len(changed),
+        "skipped_errored": len(trajectories) - len(results),
+        "mismatches": [
+            {
+                "trajectory_id": r.trajectory_id,
+                "task_id": r.task_id,
+                "stored_digest": r.stored.digest if r.stored else None,
+                "fresh_digest": r.fresh.digest if r.fresh else None,
+                "stored_outcome": r.stored.outcome if r.stored else None,
+                "fresh_outcome": r.fresh.outcome if r.fresh else None,
+                "error": r.error,
+            }
+            for r in changed
+        ],
+    }
     if as_json:
         _emit_json(doc)
     else:
         out.print(f"checked {doc['checked']} trajectories: {doc['changed']} changed")
         for m in doc["mismatches"]:
-            out.print(f"  [red]changed[/red] {m['trajectory_id']} (task {m['task_id']}): "
-                      f"outcome {m['stored_outcome']} -> {m['fresh_outcome']} {m['error'] or ''}")
+            out.print(
+                f"  [red]changed[/red] {m['trajectory_id']} (task {m['task_id']}): "
+                f"outcome {m['stored_outcome']} -> {m['fresh_outcome']} {m['error'] or ''}"
+            )
     if changed:
         raise typer.Exit(1)
 
 
 @app.command("export")
-def export_command(run: str = typer.Argument(..., help="Run id."),
-                   format: str = typer.Option("jsonl", "--format", help="jsonl | parquet"),
-                   out_path: str = typer.Option(..., "--out", help="Output file."),
-                   db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path.")
-                   ) -> None:
+def export_command(
+    run: str = typer.Argument(..., help="Run id."),
+    format: str = typer.Option("jsonl", "--format", help="jsonl | parquet"),
+    out_path: str = typer.Option(..., "--out", help="Output file."),
+    db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path."),
+) -> None:
     """Export a run's trajectories."""
     from gymhub.store import open_store
     from gymhub.store.export import EXPORTERS

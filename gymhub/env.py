@@ -96,7 +96,7 @@ class _Episode:
 class Env(gymnasium.Env[str, Any]):
     """Base class of gymhub environments; see the module docstring for the contract."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata = {"render_modes": []}  # noqa: RUF012 - gymnasium declares it per instance
     family: ClassVar[str] = "generic"
     version: ClassVar[str] = "0.1.0"
     default_max_turns: ClassVar[int] = 1
@@ -104,14 +104,20 @@ class Env(gymnasium.Env[str, Any]):
     max_observation_chars: ClassVar[int] = 100_000
     system_prompt: ClassVar[str | None] = None
 
-    def __init__(self, *, env_id: str | None = None, split: Split = "train",
-                 max_turns: int | None = None, reward: dict[str, Any] | RewardConfig | None = None,
-                 rules: dict[str, float] | None = None, task_seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        env_id: str | None = None,
+        split: Split = "train",
+        max_turns: int | None = None,
+        reward: dict[str, Any] | RewardConfig | None = None,
+        rules: dict[str, float] | None = None,
+        task_seed: int = 0,
+    ) -> None:
         self.env_id = env_id or type(self).__name__
         self.split: Split = split
         self.max_turns = max_turns or self.default_max_turns
-        self.reward_config = (reward if isinstance(reward, RewardConfig)
-                              else RewardConfig(**(reward or {})))
+        self.reward_config = reward if isinstance(reward, RewardConfig) else RewardConfig(**(reward or {}))
         self.rules = dict(rules or {})
         self.task_seed = task_seed
         self.observation_space = TextSpace(self.max_observation_chars)
@@ -160,12 +166,14 @@ class Env(gymnasium.Env[str, Any]):
         for task in self.all_tasks:
             if task.id == task_id:
                 return task
-        raise UnknownTask(f"task {task_id!r} is not in {self.env_id}; "
-                          f"list ids with `gymhub info {self.env_id}`")
+        raise UnknownTask(
+            f"task {task_id!r} is not in {self.env_id}; list ids with `gymhub info {self.env_id}`"
+        )
 
     # ----------------------------------------------------------- async API
-    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-                     ) -> tuple[str, dict[str, Any]]:
+    async def areset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = options or {}
         if "task_id" in options:
@@ -181,8 +189,13 @@ class Env(gymnasium.Env[str, Any]):
         await self.start_episode(task)
         messages = self.initial_messages(task)
         self._episode.turns.append(Turn(source="env", messages=tuple(messages)))
-        info = {"task_id": task.id, "env_id": self.env_id, "split": task.split,
-                "tools": self.tools(), "messages": [m.to_openai() for m in messages]}
+        info = {
+            "task_id": task.id,
+            "env_id": self.env_id,
+            "split": task.split,
+            "tools": self.tools(),
+            "messages": [m.to_openai() for m in messages],
+        }
         return task.prompt, info
 
     def initial_messages(self, task: Task) -> list[Message]:
@@ -198,8 +211,9 @@ class Env(gymnasium.Env[str, Any]):
             raise EpisodeOver("the episode is over: call reset() to start a new one")
         ep.step_index += 1
         try:
-            message = coerce_action(action, self.max_action_bytes,
-                                    [t["function"]["name"] for t in self.tools()])
+            message = coerce_action(
+                action, self.max_action_bytes, [t["function"]["name"] for t in self.tools()]
+            )
             ep.turns.append(Turn(source="policy", messages=(message,)))
             rejected = self._check_tool_calls(message)
             if rejected is not None:
@@ -213,8 +227,7 @@ class Env(gymnasium.Env[str, Any]):
         ep.turns.append(Turn(source="env", messages=tuple(reply_messages)))
         terminated = reply.done
         truncated = not terminated and ep.step_index >= self.max_turns
-        info: dict[str, Any] = {"task_id": ep.task.id,
-                                "messages": [m.to_openai() for m in reply_messages]}
+        info: dict[str, Any] = {"task_id": ep.task.id, "messages": [m.to_openai() for m in reply_messages]}
         reward = 0.0
         if terminated or truncated:
             ep.done = True
@@ -231,8 +244,9 @@ class Env(gymnasium.Env[str, Any]):
         self._episode = None
 
     # ----------------------------------------------------------- sync facade
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         return self._run(self.areset(seed=seed, options=options))
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -257,9 +271,14 @@ class Env(gymnasium.Env[str, Any]):
         ep = self._episode
         if ep is None:
             raise EpisodeOver("no episode: call reset() first")
-        return Trajectory(id="episode", task_id=ep.task.id, env_id=self.env_id,
-                          turns=tuple(ep.turns), env_version=self.version,
-                          verifier_version=self.verifier.version)
+        return Trajectory(
+            id="episode",
+            task_id=ep.task.id,
+            env_id=self.env_id,
+            turns=tuple(ep.turns),
+            env_version=self.version,
+            verifier_version=self.verifier.version,
+        )
 
     def initial_state_fingerprint(self) -> str:
         """A hash of the state right after reset (what ``check_env`` compares)."""
@@ -275,10 +294,12 @@ class Env(gymnasium.Env[str, Any]):
             state = await self.final_state()
             return await asyncio.to_thread(self.verifier.verify, ep.task, state, trajectory)
         except Exception as exc:  # a verifier crash is a verdict, never a lost episode
-            return Verdict(outcome=0.0, verifier=self.verifier.id,
-                           verifier_version=self.verifier.version,
-                           error=f"{type(exc).__name__}: {exc}"[:2000]).with_digest(
-                ep.task.id, None, trajectory)
+            return Verdict(
+                outcome=0.0,
+                verifier=self.verifier.id,
+                verifier_version=self.verifier.version,
+                error=f"{type(exc).__name__}: {exc}"[:2000],
+            ).with_digest(ep.task.id, None, trajectory)
 
     def _check_tool_calls(self, message: Message) -> EnvReply | None:
         """Error tool results for unknown tools or malformed arguments; None if all are fine."""
@@ -289,14 +310,21 @@ class Env(gymnasium.Env[str, Any]):
         for call in message.tool_calls:
             problem = _tool_call_problem(call, names)
             if problem:
-                errors.append(Message(role="tool", tool_call_id=call.id, name=call.name,
-                                      content=f"error: {problem}"))
+                errors.append(
+                    Message(role="tool", tool_call_id=call.id, name=call.name, content=f"error: {problem}")
+                )
         if not errors:
             return None
         ok = [c for c in message.tool_calls if not _tool_call_problem(c, names)]
-        errors += [Message(role="tool", tool_call_id=c.id, name=c.name,
-                           content="error: not run, another call in this message was invalid")
-                   for c in ok]
+        errors += [
+            Message(
+                role="tool",
+                tool_call_id=c.id,
+                name=c.name,
+                content="error: not run, another call in this message was invalid",
+            )
+            for c in ok
+        ]
         return EnvReply(errors, done=False)
 
 
@@ -336,8 +364,7 @@ def coerce_action(action: Any, max_bytes: int, tool_names: list[str] | None = No
         try:
             action = bytes(action).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise BadAction(f"action is not valid UTF-8 ({exc.reason} at byte {exc.start})"
-                            ) from None
+            raise BadAction(f"action is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     if isinstance(action, str):
         _check_text(action, max_bytes)
         calls = parse_tool_calls(action, tool_names) if tool_names else []
@@ -382,11 +409,14 @@ def message_from_openai(data: dict[str, Any]) -> Message:
             import json
 
             args = json.dumps(args)
-        calls.append(ToolCall(id=str(raw.get("id") or f"call_{i}"), name=str(fn["name"]),
-                              arguments=args))
-    return Message(role=data.get("role", "assistant"), content=data.get("content") or "",
-                   tool_calls=tuple(calls), tool_call_id=data.get("tool_call_id"),
-                   name=data.get("name"))
+        calls.append(ToolCall(id=str(raw.get("id") or f"call_{i}"), name=str(fn["name"]), arguments=args))
+    return Message(
+        role=data.get("role", "assistant"),
+        content=data.get("content") or "",
+        tool_calls=tuple(calls),
+        tool_call_id=data.get("tool_call_id"),
+        name=data.get("name"),
+    )
 
 
 def describe_bad_action(action: Any) -> Message:
@@ -404,5 +434,4 @@ def _cap_message(message: Message, limit: int) -> Message:
     if len(message.content) <= limit:
         return message
     cut = len(message.content) - limit
-    return message.model_copy(
-        update={"content": message.content[:limit] + f"\n[... {cut} characters cut]"})
+    return message.model_copy(update={"content": message.content[:limit] + f"\n[... {cut} characters cut]"})

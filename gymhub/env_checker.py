@@ -14,12 +14,24 @@ from gymhub.errors import EnvContractError, EpisodeOver
 from gymhub.types import Verdict
 
 BAD_ACTIONS: dict[str, Any] = {
-    "malformed tool call": {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_bad", "type": "function",
-         "function": {"name": "submit", "arguments": "{not json"}}]},
-    "unknown tool": {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_unknown", "type": "function",
-         "function": {"name": "no_such_tool_xyz", "arguments": "{}"}}]},
+    "malformed tool call": {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "call_bad", "type": "function", "function": {"name": "submit", "arguments": "{not json"}}
+        ],
+    },
+    "unknown tool": {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_unknown",
+                "type": "function",
+                "function": {"name": "no_such_tool_xyz", "arguments": "{}"},
+            }
+        ],
+    },
     "non-UTF-8 bytes": b"\xff\xfe\xfa not utf-8 \xc3\x28",
     "10 MB string": "x" * (10 * 1024 * 1024),
 }
@@ -58,8 +70,7 @@ def check_env(env: Any, *, seed: int = 1234, check_bad_actions: bool = True) -> 
     obs2, info2 = env.reset(seed=seed)
     if (obs1, info1.get("task_id")) != (obs2, info2.get("task_id")):
         problems.append("reset with the same seed gave different tasks or observations")
-    if json.dumps(info1, sort_keys=True, default=str) != json.dumps(info2, sort_keys=True,
-                                                                    default=str):
+    if json.dumps(info1, sort_keys=True, default=str) != json.dumps(info2, sort_keys=True, default=str):
         problems.append("reset with the same seed gave different info")
     task_id = info1.get("task_id")
     if not isinstance(task_id, str):
@@ -91,7 +102,7 @@ def check_env(env: Any, *, seed: int = 1234, check_bad_actions: bool = True) -> 
             env.reset(options={"task_id": task_id})
             try:
                 obs, _, terminated, truncated, info = env.step(action)
-            except Exception as exc:  # noqa: BLE001 - that is the failure being checked
+            except Exception as exc:
                 problems.append(f"a bad action ({name}) raised {type(exc).__name__}: {exc}")
                 continue
             if not isinstance(obs, str) or "error" not in obs.lower():
@@ -117,5 +128,6 @@ def check_env(env: Any, *, seed: int = 1234, check_bad_actions: bool = True) -> 
         if again is None or again.model_dump_json() != verdict.model_dump_json():
             problems.append("the same task and actions gave a different verdict or digest")
     if problems:
-        raise EnvContractError(f"{getattr(env, 'env_id', env)} breaks the env contract:\n- "
-                               + "\n- ".join(problems))
+        raise EnvContractError(
+            f"{getattr(env, 'env_id', env)} breaks the env contract:\n- " + "\n- ".join(problems)
+        )

@@ -51,9 +51,11 @@ class EnvSpec(BaseModel):
         try:
             obj = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:
-            raise GymhubError(f"env {self.id!r}: cannot load entry point {self.entry_point!r} "
-                              f"({exc}); is its package installed?") from exc
-        return obj  # type: ignore[no-any-return]
+            raise GymhubError(
+                f"env {self.id!r}: cannot load entry point {self.entry_point!r} "
+                f"({exc}); is its package installed?"
+            ) from exc
+        return obj
 
 
 _SPECS: dict[str, EnvSpec] = {}
@@ -84,8 +86,7 @@ def _register_with_gymnasium(env_id: str) -> None:
 
     gym_id = f"{GYM_NAMESPACE}/{env_id}"
     if gym_id not in gymnasium.registry:
-        gymnasium.register(id=gym_id, entry_point=_GymCreator(env_id),
-                           disable_env_checker=True)
+        gymnasium.register(id=gym_id, entry_point=_GymCreator(env_id), disable_env_checker=True)
 
 
 class _GymCreator:
@@ -102,8 +103,9 @@ def register(id: str, entry_point: str, *, replace: bool = False, **fields: Any)
     """Register an env in this process; ``entry_point`` is ``"module:Class"``."""
     _load()
     if id in _SPECS and not replace:
-        raise GymhubError(f"env {id!r} is already registered ({_SPECS[id].source}); "
-                          "pass replace=True to override it")
+        raise GymhubError(
+            f"env {id!r} is already registered ({_SPECS[id].source}); pass replace=True to override it"
+        )
     spec = EnvSpec(id=id, entry_point=entry_point, **fields)
     _add(spec)
     return spec
@@ -128,8 +130,7 @@ def spec(id: str) -> EnvSpec:
         extra = dict(getattr(cls, "registry_spec", {}) or {})
         extra.setdefault("family", getattr(cls, "family", "generic"))
         extra.setdefault("version", getattr(cls, "version", "0.1.0"))
-        extra.setdefault("description", (cls.__doc__ or "").strip().splitlines()[0]
-                         if cls.__doc__ else "")
+        extra.setdefault("description", (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else "")
         found = found.model_copy(update=extra)
         _SPECS[id] = found
     return found

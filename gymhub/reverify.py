@@ -52,8 +52,9 @@ def reverify(trajectories: list[Trajectory]) -> list[ReverifyResult]:
                 fresh = await replay(env, t)
                 results.append(ReverifyResult(t.id, t.task_id, t.verdict, fresh))
             except Exception as exc:  # report and go on: one bad record must not hide others
-                results.append(ReverifyResult(t.id, t.task_id, t.verdict, None,
-                                              error=f"{type(exc).__name__}: {exc}"))
+                results.append(
+                    ReverifyResult(t.id, t.task_id, t.verdict, None, error=f"{type(exc).__name__}: {exc}")
+                )
         for env in envs.values():
             await env.aclose()
         return results

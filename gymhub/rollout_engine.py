@@ -45,20 +45,26 @@ def select_tasks(env: Env, tasks: int | Iterable[str | Task] | None) -> list[Tas
     if isinstance(tasks, int):
         pool = env.tasks
         if tasks > len(pool):
-            raise GymhubError(f"{env.env_id} has {len(pool)} {env.split} tasks; "
-                              f"{tasks} were asked for")
+            raise GymhubError(f"{env.env_id} has {len(pool)} {env.split} tasks; {tasks} were asked for")
         return pool[:tasks]
     return [t if isinstance(t, Task) else env.get_task(t) for t in tasks]
 
 
-async def arollout(env_id: str, policy: Policy | str, *, tasks: int | Iterable[str | Task]
-                   | None = None, group_size: int = 1, concurrency: int = 1,
-                   store: TrajectoryStore | None = None, run_id: str | None = None,
-                   split: str = "train", seed: int = 0,
-                   env_kwargs: dict[str, Any] | None = None,
-                   skip: set[tuple[str, int]] | None = None,
-                   on_trajectory: Callable[[Trajectory], None] | None = None,
-                   ) -> AsyncIterator[TrajectoryGroup]:
+async def arollout(
+    env_id: str,
+    policy: Policy | str,
+    *,
+    tasks: int | Iterable[str | Task] | None = None,
+    group_size: int = 1,
+    concurrency: int = 1,
+    store: TrajectoryStore | None = None,
+    run_id: str | None = None,
+    split: str = "train",
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+    skip: set[tuple[str, int]] | None = None,
+    on_trajectory: Callable[[Trajectory], None] | None = None,
+) -> AsyncIterator[TrajectoryGroup]:
     """Yield one TrajectoryGroup per task as soon as its G trajectories are done."""
     from gymhub.policies import make_policy
 
@@ -86,8 +92,7 @@ async def arollout(env_id: str, policy: Policy | str, *, tasks: int | Iterable[s
 
     async def worker(env: Env) -> None:
         while (job := await jobs.get()) is not None:
-            trajectory = await run_episode(env, policy_obj, job.task, job.sample_index,
-                                           job.seed, run_id)
+            trajectory = await run_episode(env, policy_obj, job.task, job.sample_index, job.seed, run_id)
             if store is not None:
                 async with store_lock:
                     await asyncio.to_thread(store.add_trajectory, run_id, trajectory)
@@ -105,8 +110,7 @@ async def arollout(env_id: str, policy: Policy | str, *, tasks: int | Iterable[s
             pending[trajectory.task_id] -= 1
             if pending[trajectory.task_id] == 0:
                 if store is not None and len(group) < group_size:  # resumed: add stored ones
-                    group = await asyncio.to_thread(store.load_group, run_id,
-                                                    trajectory.task_id)
+                    group = await asyncio.to_thread(store.load_group, run_id, trajectory.task_id)
                 yield TrajectoryGroup.build(group, reward)
                 del collected[trajectory.task_id]
         await asyncio.gather(*workers)
@@ -119,8 +123,7 @@ async def arollout(env_id: str, policy: Policy | str, *, tasks: int | Iterable[s
         await policy_obj.aclose()
 
 
-async def _next_result(done: asyncio.Queue[Trajectory], workers: list[asyncio.Task[None]]
-                       ) -> Trajectory:
+async def _next_result(done: asyncio.Queue[Trajectory], workers: list[asyncio.Task[None]]) -> Trajectory:
     """The next finished trajectory; re-raises a worker's crash instead of hanging."""
     getter = asyncio.ensure_future(done.get())
     while True:
@@ -134,15 +137,22 @@ async def _next_result(done: asyncio.Queue[Trajectory], workers: list[asyncio.Ta
         workers = [w for w in workers if not w.done()]
 
 
-async def run_episode(env: Env, policy: Policy, task: Task, sample_index: int, seed: int,
-                      run_id: str) -> Trajectory:
+async def run_episode(
+    env: Env, policy: Policy, task: Task, sample_index: int, seed: int, run_id: str
+) -> Trajectory:
     """Play one episode; failures become an errored trajectory with the reason."""
     start = time.perf_counter()
     turns: list[Turn] = []
-    base = {"id": content_hash({"run": run_id, "task": task.id, "k": sample_index}),
-            "task_id": task.id, "env_id": env.env_id, "sample_index": sample_index,
-            "policy": policy.id, "seed": seed, "env_version": env.version,
-            "verifier_version": env.verifier.version}
+    base: dict[str, Any] = {
+        "id": content_hash({"run": run_id, "task": task.id, "k": sample_index}),
+        "task_id": task.id,
+        "env_id": env.env_id,
+        "sample_index": sample_index,
+        "policy": policy.id,
+        "seed": seed,
+        "env_version": env.version,
+        "verifier_version": env.verifier.version,
+    }
     timings = {"policy_s": 0.0, "env_s": 0.0}
     try:
         episode_policy = policy.for_episode(task)
@@ -165,27 +175,43 @@ async def run_episode(env: Env, policy: Policy, task: Task, sample_index: int, s
             messages = [*messages, reply.message, *replies]
             if terminated or truncated:
                 timings["total_s"] = time.perf_counter() - start
-                return Trajectory(**base, turns=tuple(turns), verdict=step_info["verdict"],
-                                  truncated=truncated, timings=timings)
+                return Trajectory(
+                    **base,
+                    turns=tuple(turns),
+                    verdict=step_info["verdict"],
+                    truncated=truncated,
+                    timings=timings,
+                )
         raise GymhubError("episode did not end within 10000 turns")
     except Exception as exc:  # the rollout goes on; the failure is recorded, not dropped
         await _recover(env)
         timings["total_s"] = time.perf_counter() - start
-        return Trajectory(**base, turns=tuple(turns), status="errored",
-                          error=f"{type(exc).__name__}: {exc}"[:2000], timings=timings)
+        return Trajectory(
+            **base,
+            turns=tuple(turns),
+            status="errored",
+            error=f"{type(exc).__name__}: {exc}"[:2000],
+            timings=timings,
+        )
 
 
 def _policy_turn(reply: PolicyReply) -> Turn:
     ids = reply.token_ids
-    return Turn(source="policy", messages=(reply.message,), token_ids=ids,
-                logprobs=reply.logprobs, prompt_token_ids=reply.prompt_token_ids,
-                loss_mask=(1,) * len(ids), timings=reply.timings)
+    return Turn(
+        source="policy",
+        messages=(reply.message,),
+        token_ids=ids,
+        logprobs=reply.logprobs,
+        prompt_token_ids=reply.prompt_token_ids,
+        loss_mask=(1,) * len(ids),
+        timings=reply.timings,
+    )
 
 
 async def _recover(env: Env) -> None:
     try:
         await env.aclose()
-    except Exception:  # noqa: BLE001 - the env is reset on its next episode anyway
+    except Exception:
         pass
 
 

@@ -52,7 +52,7 @@ def _to_call(block: str, index: int) -> ToolCall | None:
         return None
     if not isinstance(data, dict):
         return None
-    fn = data.get("function") if isinstance(data.get("function"), dict) else data
+    fn: dict[str, Any] = data["function"] if isinstance(data.get("function"), dict) else data
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         return None

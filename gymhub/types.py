@@ -41,8 +41,7 @@ def canonical_json(value: Any) -> str:
     Everything that is hashed (task ids, verdict digests) goes through this function, so a hash
     never depends on dict order, float formatting differences or platform.
     """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def content_hash(value: Any, length: int = 16) -> str:
@@ -110,8 +109,7 @@ class Message(_Frozen):
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments}}
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                 for c in self.tool_calls
             ]
         if self.tool_call_id is not None:
@@ -137,12 +135,19 @@ class Task(_Frozen):
     metadata: dict[str, JSON] = Field(default_factory=dict)
 
     @classmethod
-    def create(cls, env_id: str, split: Literal["train", "eval"], prompt: str,
-               hidden: dict[str, Any], metadata: dict[str, Any] | None = None) -> Task:
+    def create(
+        cls,
+        env_id: str,
+        split: Literal["train", "eval"],
+        prompt: str,
+        hidden: dict[str, Any],
+        metadata: dict[str, Any] | None = None,
+    ) -> Task:
         """Build a task whose id is a content hash of (env, prompt, hidden): stable everywhere."""
         task_id = content_hash({"env": env_id, "prompt": prompt, "hidden": hidden})
-        return cls(id=task_id, env_id=env_id, split=split, prompt=prompt, hidden=hidden,
-                   metadata=metadata or {})
+        return cls(
+            id=task_id, env_id=env_id, split=split, prompt=prompt, hidden=hidden, metadata=metadata or {}
+        )
 
     def public(self) -> dict[str, Any]:
         """The task without its hidden part: safe to show to a policy or a client."""
@@ -221,16 +226,27 @@ class Verdict(_Frozen):
         return self.error is not None
 
     @classmethod
-    def build(cls, *, verifier: str, verifier_version: str, outcome: float,
-              path_events: list[PathEvent] | tuple[PathEvent, ...] = (),
-              details: dict[str, Any] | None = None) -> Verdict:
+    def build(
+        cls,
+        *,
+        verifier: str,
+        verifier_version: str,
+        outcome: float,
+        path_events: list[PathEvent] | tuple[PathEvent, ...] = (),
+        details: dict[str, Any] | None = None,
+    ) -> Verdict:
         """A verdict whose path signal is the sum of its events (rounded to 1e-9)."""
         signal = round(sum(e.value for e in path_events), 9) + 0.0
-        return cls(outcome=outcome, path_events=tuple(path_events), path_signal=signal,
-                   details=details or {}, verifier=verifier, verifier_version=verifier_version)
+        return cls(
+            outcome=outcome,
+            path_events=tuple(path_events),
+            path_signal=signal,
+            details=details or {},
+            verifier=verifier,
+            verifier_version=verifier_version,
+        )
 
-    def with_digest(self, task_id: str, state_fingerprint: Any,
-                    trajectory: Trajectory) -> Verdict:
+    def with_digest(self, task_id: str, state_fingerprint: Any, trajectory: Trajectory) -> Verdict:
         """Return a copy whose ``digest`` hashes the inputs and the result.
 
         Inputs: verifier id and version, task id, a fingerprint of the final state and the
@@ -292,14 +308,13 @@ class RewardConfig(_Frozen):
     clip: float | None = None
     eps: float = 1e-6
 
-    def combine(self, group: list[Verdict] | tuple[Verdict, ...]
-                ) -> tuple[list[float], list[float]]:
+    def combine(self, group: list[Verdict] | tuple[Verdict, ...]) -> tuple[list[float], list[float]]:
         """Return ``(rewards, advantages)``, one of each per verdict, in order."""
         outcomes = [v.outcome for v in group]
         signals = [v.path_signal for v in group]
-        rewards = [o + self.beta * p for o, p in zip(outcomes, signals)]
+        rewards = [o + self.beta * p for o, p in zip(outcomes, signals, strict=True)]
         norm_o, norm_p = self._normalise(outcomes), self._normalise(signals)
-        advantages = [o + self.beta * p for o, p in zip(norm_o, norm_p)]
+        advantages = [o + self.beta * p for o, p in zip(norm_o, norm_p, strict=True)]
         if self.clip is not None:
             advantages = [max(-self.clip, min(self.clip, a)) for a in advantages]
         return rewards, advantages
@@ -344,9 +359,13 @@ class TrajectoryGroup(_Frozen):
         ordered = sorted(trajectories, key=lambda t: t.sample_index)
         verdicts = [t.verdict or _ERRORED for t in ordered]
         rewards, advantages = reward.combine(verdicts)
-        return cls(task_id=ordered[0].task_id, env_id=ordered[0].env_id,
-                   trajectories=tuple(ordered), rewards=tuple(rewards),
-                   advantages=tuple(advantages))
+        return cls(
+            task_id=ordered[0].task_id,
+            env_id=ordered[0].env_id,
+            trajectories=tuple(ordered),
+            rewards=tuple(rewards),
+            advantages=tuple(advantages),
+        )
 
 
 _ERRORED = Verdict(outcome=0.0, verifier="none", verifier_version="0", error="no verdict")

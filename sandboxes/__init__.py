@@ -21,8 +21,7 @@ def create_sandbox(backend: str = "local", **options: Any) -> Sandbox:
     try:
         cls = BACKENDS[backend]
     except KeyError:
-        raise SandboxError(f"unknown sandbox backend {backend!r}; known: {sorted(BACKENDS)}"
-                           ) from None
+        raise SandboxError(f"unknown sandbox backend {backend!r}; known: {sorted(BACKENDS)}") from None
     return cls(**options)
 
 

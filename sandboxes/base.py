@@ -38,8 +38,15 @@ class ExecResult:
 class Sandbox(Protocol):
     """A place to run untrusted jobs. ``run`` is the sync form of ``exec``."""
 
-    def run(self, argv: list[str], *, stdin: bytes = b"", timeout: float = 10.0,
-            env: dict[str, str] | None = None, side_channel: bool = False) -> ExecResult: ...
+    def run(
+        self,
+        argv: list[str],
+        *,
+        stdin: bytes = b"",
+        timeout: float = 10.0,
+        env: dict[str, str] | None = None,
+        side_channel: bool = False,
+    ) -> ExecResult: ...
 
     def write_file(self, path: str, data: bytes) -> None: ...
 

@@ -23,8 +23,14 @@ from pathlib import Path
 from gymhub.errors import SandboxError
 from gymhub.sandboxes.base import ExecResult, Limits
 
-_BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-             "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/nonexistent"}
+_BASE_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONHASHSEED": "0",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "HOME": "/nonexistent",
+}
 CHANNEL_FD = 3
 
 
@@ -73,8 +79,15 @@ class LocalSandbox:
         self.close()
 
     # --------------------------------------------------------------- jobs
-    def run(self, argv: list[str], *, stdin: bytes = b"", timeout: float = 10.0,
-            env: dict[str, str] | None = None, side_channel: bool = False) -> ExecResult:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        stdin: bytes = b"",
+        timeout: float = 10.0,
+        env: dict[str, str] | None = None,
+        side_channel: bool = False,
+    ) -> ExecResult:
         """Run ``argv`` in the work dir; never raises for what the job does."""
         if self._closed:
             raise SandboxError("sandbox is closed")
@@ -83,9 +96,14 @@ class LocalSandbox:
         start = time.perf_counter()
         try:
             proc = subprocess.Popen(
-                argv, cwd=self.workdir, env={**_BASE_ENV, **(env or {})},
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, close_fds=True,
+                argv,
+                cwd=self.workdir,
+                env={**_BASE_ENV, **(env or {})},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
                 pass_fds=(CHANNEL_FD,) if side_channel else (),
                 preexec_fn=_child_setup(limits, write_fd),
             )
@@ -103,11 +121,16 @@ class LocalSandbox:
         exit_code = proc.wait()
         if killed_by is None and exit_code in (-signal.SIGKILL, -signal.SIGXCPU):
             killed_by = "timeout" if exit_code == -signal.SIGXCPU else None
-        return ExecResult(exit_code=exit_code, stdout=streams.data["stdout"],
-                          stderr=streams.data["stderr"], channel=streams.data["channel"],
-                          duration_s=time.perf_counter() - start,
-                          timed_out=killed_by == "timeout", killed_by=killed_by,
-                          truncated=streams.truncated)
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=streams.data["stdout"],
+            stderr=streams.data["stderr"],
+            channel=streams.data["channel"],
+            duration_s=time.perf_counter() - start,
+            timed_out=killed_by == "timeout",
+            killed_by=killed_by,
+            truncated=streams.truncated,
+        )
 
 
 def _child_setup(limits: Limits, channel_fd: int):  # type: ignore[no-untyped-def]
@@ -115,12 +138,12 @@ def _child_setup(limits: Limits, channel_fd: int):  # type: ignore[no-untyped-de
         mb = 1024 * 1024
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
-        resource.setrlimit(resource.RLIMIT_FSIZE,
-                           (limits.file_size_mb * mb, limits.file_size_mb * mb))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_mb * mb, limits.file_size_mb * mb))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if channel_fd >= 0 and channel_fd != CHANNEL_FD:
             os.dup2(channel_fd, CHANNEL_FD)
+
     return setup
 
 
@@ -188,7 +211,7 @@ class _Collector:
     def _keep(self, name: str, chunk: bytes) -> bool:
         room = self.cap - len(self.data[name])
         if len(chunk) > room:
-            self.data[name] += chunk[:max(room, 0)]
+            self.data[name] += chunk[: max(room, 0)]
             self.truncated = True
             # The side channel overflowing is tampering; stdout overflowing is a huge print.
             return len(self.data[name]) < self.cap

@@ -31,10 +31,14 @@ def postgres_url() -> str:
     url = os.environ.get("GYMHUB_TEST_POSTGRES_URL")
     if not url:
         if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but GYMHUB_TEST_POSTGRES_URL is unset: `make test` starts "
-                        "PostgreSQL (scripts/start_postgres.sh); run the tests through it")
-        pytest.skip("PostgreSQL not available: set GYMHUB_TEST_POSTGRES_URL "
-                    "(`make test` starts one with scripts/start_postgres.sh)")
+            pytest.fail(
+                "CI=true but GYMHUB_TEST_POSTGRES_URL is unset: `make test` starts "
+                "PostgreSQL (scripts/start_postgres.sh); run the tests through it"
+            )
+        pytest.skip(
+            "PostgreSQL not available: set GYMHUB_TEST_POSTGRES_URL "
+            "(`make test` starts one with scripts/start_postgres.sh)"
+        )
     return url
 
 

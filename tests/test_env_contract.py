@@ -54,14 +54,23 @@ def test_bad_actions_get_error_observations_and_a_penalty() -> None:
     env = gymhub.make("code-python-v0")
     obs, info = env.reset(seed=5)
     task = env.get_task(info["task_id"])
-    for bad in (b"\xff\xfe", "y" * 10_000_001, {"role": "assistant", "tool_calls": [
-            {"id": "c1", "function": {"name": "rm_rf", "arguments": "{}"}}]}, 42):
-        obs, reward, terminated, truncated, _ = env.step(bad)
+    for bad in (
+        b"\xff\xfe",
+        "y" * 10_000_001,
+        {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "rm_rf", "arguments": "{}"}}]},
+        42,
+    ):
+        obs, _, terminated, _, _ = env.step(bad)
         assert obs.startswith("error") and not terminated
         env.reset(options={"task_id": task.id})
-    env.step({"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "function": {"name": "submit", "arguments": "{oops"}}]})
-    obs, reward, terminated, truncated, info = env.step(task.hidden["solutions"]["reference"][0])
+    env.step(
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "function": {"name": "submit", "arguments": "{oops"}}],
+        }
+    )
+    _, _, terminated, _, info = env.step(task.hidden["solutions"]["reference"][0])
     verdict: Verdict = info["verdict"]
     assert terminated and verdict.outcome == 1.0
     assert [e.rule for e in verdict.path_events if e.kind == "penalty"] == ["invalid-action"]
@@ -95,8 +104,9 @@ def test_hidden_never_reaches_a_model_policy() -> None:
         def for_episode(self, task: Task) -> Recorder:
             return self
 
-        async def act(self, messages: list[Message], tools: list[dict], *, seed: int | None = None
-                      ) -> PolicyReply:
+        async def act(
+            self, messages: list[Message], tools: list[dict], *, seed: int | None = None
+        ) -> PolicyReply:
             seen.append(json.dumps([m.model_dump() for m in messages]) + json.dumps(tools))
             return PolicyReply(Message(role="assistant", content="def f():\n    return 1\n"))
 
@@ -108,7 +118,10 @@ def test_hidden_never_reaches_a_model_policy() -> None:
     for group in groups:
         task = env.get_task(group.task_id)
         hidden_args = [json.dumps(t["args"]) for t in task.hidden["tests"]]
-        for leak in (json.dumps(task.hidden["tests"]), " ".join(hidden_args),
-                     task.hidden["solutions"]["reference"][0]["content"]):
+        for leak in (
+            json.dumps(task.hidden["tests"]),
+            " ".join(hidden_args),
+            task.hidden["solutions"]["reference"][0]["content"],
+        ):
             assert all(leak not in s for s in seen)
     assert len(seen) == 10

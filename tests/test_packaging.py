@@ -20,8 +20,11 @@ PARTS = ("envs", "verifiers", "sandboxes", "trainers")
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
-                    str(out), str(ROOT)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
     return next(out.glob("gymhub-*.whl"))
 
 
@@ -34,28 +37,37 @@ def test_wheel_contains_only_the_gymhub_namespace(wheel: Path) -> None:
     assert "gymhub/registry.yaml" in names
 
 
-def test_wheel_in_a_fresh_venv_imports_parts_and_no_top_level(wheel: Path, tmp_path: Path
-                                                              ) -> None:
+def test_wheel_in_a_fresh_venv_imports_parts_and_no_top_level(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
-                   check=True, capture_output=True)
-    fresh_site = subprocess.run([str(python), "-c", "import sysconfig;"
-                                 "print(sysconfig.get_paths()['purelib'])"],
-                                check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, capture_output=True
+    )
+    fresh_site = subprocess.run(
+        [str(python), "-c", "import sysconfig;print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     for part in PARTS:
         assert not (Path(fresh_site) / part).exists(), f"top-level {part} installed"
     # Dependencies come from this environment, after the fresh venv's gymhub.
     deps = sysconfig.get_paths()["purelib"]
-    code = ("import json, importlib.util, gymhub, gymhub.envs, gymhub.verifiers, "
-            "gymhub.sandboxes, gymhub.trainers;"
-            "print(json.dumps({'file': gymhub.__file__, 'top': [n for n in "
-            f"{list(PARTS)!r} if importlib.util.find_spec(n)], "
-            "'envs': [s.id for s in gymhub.list_envs()]}))")
-    result = subprocess.run([str(python), "-I", "-c",
-                             f"import sys; sys.path[:0] = [{fresh_site!r}, {deps!r}]; {code}"],
-                            check=True, capture_output=True, text=True, cwd=tmp_path)
+    code = (
+        "import json, importlib.util, gymhub, gymhub.envs, gymhub.verifiers, "
+        "gymhub.sandboxes, gymhub.trainers;"
+        "print(json.dumps({'file': gymhub.__file__, 'top': [n for n in "
+        f"{list(PARTS)!r} if importlib.util.find_spec(n)], "
+        "'envs': [s.id for s in gymhub.list_envs()]}))"
+    )
+    result = subprocess.run(
+        [str(python), "-I", "-c", f"import sys; sys.path[:0] = [{fresh_site!r}, {deps!r}]; {code}"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     info = json.loads(result.stdout)
     assert info["file"].startswith(fresh_site)
     assert info["top"] == []
@@ -63,12 +75,19 @@ def test_wheel_in_a_fresh_venv_imports_parts_and_no_top_level(wheel: Path, tmp_p
 
 
 def test_import_gymhub_is_light() -> None:
-    code = ("import sys, time; t = time.perf_counter(); import gymhub; "
-            "dt = time.perf_counter() - t; heavy = [m for m in ('torch', 'transformers', "
-            "'docker', 'fastmcp', 'ray', 'vllm', 'sqlalchemy', 'datasets', 'pyarrow') "
-            "if m in sys.modules]; print(dt, heavy)")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                         text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}).stdout
+    code = (
+        "import sys, time; t = time.perf_counter(); import gymhub; "
+        "dt = time.perf_counter() - t; heavy = [m for m in ('torch', 'transformers', "
+        "'docker', 'fastmcp', 'ray', 'vllm', 'sqlalchemy', 'datasets', 'pyarrow') "
+        "if m in sys.modules]; print(dt, heavy)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    ).stdout
     seconds, heavy = out.split(" ", 1)
     assert heavy.strip() == "[]"
     assert float(seconds) < 1.0

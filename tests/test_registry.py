@@ -23,8 +23,13 @@ def test_unknown_env_names_the_closest_ids() -> None:
 
 
 def test_register_make_and_gymnasium_namespace() -> None:
-    gymhub.register("letters-short-v0", "gymhub.envs.toy:LettersEnv", family="toy",
-                    kwargs={"max_turns": 1}, rules={"empty-reply": 2.0})
+    gymhub.register(
+        "letters-short-v0",
+        "gymhub.envs.toy:LettersEnv",
+        family="toy",
+        kwargs={"max_turns": 1},
+        rules={"empty-reply": 2.0},
+    )
     try:
         env = gymhub.make("letters-short-v0")
         assert env.env_id == "letters-short-v0" and env.rules == {"empty-reply": 2.0}
@@ -45,19 +50,37 @@ def test_overrides_replace_spec_kwargs() -> None:
 
 def test_third_party_package_is_found_through_its_entry_point(tmp_path: Path) -> None:
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "--target", str(target), str(FIXTURE)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(FIXTURE),
+        ],
+        check=True,
+        capture_output=True,
+    )
     env = {**os.environ, "PYTHONPATH": str(target)}
     gymhub_cli = [sys.executable, "-m", "gymhub.cli"]
-    listed = subprocess.run([*gymhub_cli, "list", "--json"], env=env, check=True,
-                            capture_output=True, text=True)
+    listed = subprocess.run(
+        [*gymhub_cli, "list", "--json"], env=env, check=True, capture_output=True, text=True
+    )
     specs = {s["id"]: s for s in json.loads(listed.stdout)}
     assert "toy-echo-v0" in specs
     assert specs["toy-echo-v0"]["source"] == "entry point (toy-gymhub-env)"
     assert specs["toy-echo-v0"]["description"].startswith("Echo one word back")
-    rolled = subprocess.run([*gymhub_cli, "rollout", "toy-echo-v0", "--db",
-                             str(tmp_path / "x.db"), "--json"], env=env, check=True,
-                            capture_output=True, text=True)
+    rolled = subprocess.run(
+        [*gymhub_cli, "rollout", "toy-echo-v0", "--db", str(tmp_path / "x.db"), "--json"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     summary = json.loads(rolled.stdout)
     assert summary["trajectories"] == 3 and summary["mean_outcome"] == 1.0

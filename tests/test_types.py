@@ -21,44 +21,99 @@ from gymhub.types import (
 
 text = st.text(max_size=40)
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), finite, text)
-json_value = st.recursive(json_leaf, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(text, inner, max_size=4)), max_leaves=12)
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-(10**12), 10**12), finite, text)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(text, inner, max_size=4)),
+    max_leaves=12,
+)
 tool_calls = st.builds(ToolCall, id=text, name=st.text(min_size=1, max_size=10), arguments=text)
-messages = st.builds(Message, role=st.sampled_from(["system", "user", "assistant", "tool"]),
-                     content=text, tool_calls=st.lists(tool_calls, max_size=2).map(tuple),
-                     tool_call_id=st.none() | text, name=st.none() | text)
+messages = st.builds(
+    Message,
+    role=st.sampled_from(["system", "user", "assistant", "tool"]),
+    content=text,
+    tool_calls=st.lists(tool_calls, max_size=2).map(tuple),
+    tool_call_id=st.none() | text,
+    name=st.none() | text,
+)
 
 
 @st.composite
 def turns(draw: st.DrawFn) -> Turn:
     source = draw(st.sampled_from(["policy", "env"]))
     ids = tuple(draw(st.lists(st.integers(0, 200_000), max_size=8)))
-    logprobs = draw(st.none() | st.just(tuple(draw(st.lists(
-        st.floats(max_value=0.0, allow_nan=False, allow_infinity=False),
-        min_size=len(ids), max_size=len(ids))))))
+    logprobs = draw(
+        st.none()
+        | st.just(
+            tuple(
+                draw(
+                    st.lists(
+                        st.floats(max_value=0.0, allow_nan=False, allow_infinity=False),
+                        min_size=len(ids),
+                        max_size=len(ids),
+                    )
+                )
+            )
+        )
+    )
     mask = (1 if source == "policy" else 0,) * len(ids)
-    return Turn(source=source, messages=tuple(draw(st.lists(messages, max_size=2))),
-                token_ids=ids, logprobs=logprobs, loss_mask=mask,
-                timings=draw(st.dictionaries(text, finite, max_size=2)))
+    return Turn(
+        source=source,
+        messages=tuple(draw(st.lists(messages, max_size=2))),
+        token_ids=ids,
+        logprobs=logprobs,
+        loss_mask=mask,
+        timings=draw(st.dictionaries(text, finite, max_size=2)),
+    )
 
 
-events = st.builds(lambda step, rule, penalty, v, ev: PathEvent(
-    step=step, rule=rule, kind="penalty" if penalty else "progress",
-    value=-abs(v) if penalty else abs(v), evidence=ev),
-    st.integers(0, 100), text, st.booleans(), finite, text)
-verdicts = st.builds(Verdict, outcome=st.floats(0, 1), path_events=st.lists(events, max_size=3)
-                     .map(tuple), path_signal=finite,
-                     details=st.dictionaries(text, json_value, max_size=3), verifier=text,
-                     verifier_version=text, digest=text, error=st.none() | text)
-trajectories = st.builds(Trajectory, id=text, task_id=text, env_id=text,
-                         sample_index=st.integers(0, 64), turns=st.lists(turns(), max_size=3)
-                         .map(tuple), verdict=st.none() | verdicts, policy=text,
-                         seed=st.none() | st.integers(0, 2**62),
-                         status=st.sampled_from(["ok", "errored"]), error=st.none() | text)
-tasks = st.builds(Task, id=text, env_id=text, split=st.sampled_from(["train", "eval"]),
-                  prompt=text, hidden=st.dictionaries(text, json_value, max_size=3),
-                  metadata=st.dictionaries(text, json_value, max_size=3))
+events = st.builds(
+    lambda step, rule, penalty, v, ev: PathEvent(
+        step=step,
+        rule=rule,
+        kind="penalty" if penalty else "progress",
+        value=-abs(v) if penalty else abs(v),
+        evidence=ev,
+    ),
+    st.integers(0, 100),
+    text,
+    st.booleans(),
+    finite,
+    text,
+)
+verdicts = st.builds(
+    Verdict,
+    outcome=st.floats(0, 1),
+    path_events=st.lists(events, max_size=3).map(tuple),
+    path_signal=finite,
+    details=st.dictionaries(text, json_value, max_size=3),
+    verifier=text,
+    verifier_version=text,
+    digest=text,
+    error=st.none() | text,
+)
+trajectories = st.builds(
+    Trajectory,
+    id=text,
+    task_id=text,
+    env_id=text,
+    sample_index=st.integers(0, 64),
+    turns=st.lists(turns(), max_size=3).map(tuple),
+    verdict=st.none() | verdicts,
+    policy=text,
+    seed=st.none() | st.integers(0, 2**62),
+    status=st.sampled_from(["ok", "errored"]),
+    error=st.none() | text,
+)
+tasks = st.builds(
+    Task,
+    id=text,
+    env_id=text,
+    split=st.sampled_from(["train", "eval"]),
+    prompt=text,
+    hidden=st.dictionaries(text, json_value, max_size=3),
+    metadata=st.dictionaries(text, json_value, max_size=3),
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -85,8 +140,7 @@ def test_env_turns_have_mask_zero_and_policy_turns_mask_one() -> None:
         Turn(source="policy", messages=(), token_ids=(1, 2), loss_mask=(1, 0))
     with pytest.raises(ValidationError):
         Turn(source="policy", messages=(), token_ids=(1, 2), logprobs=(-0.1,), loss_mask=(1, 1))
-    turn = Turn(source="policy", messages=(), token_ids=(5, 6), logprobs=(-0.5, -1.0),
-                loss_mask=(1, 1))
+    turn = Turn(source="policy", messages=(), token_ids=(5, 6), logprobs=(-0.5, -1.0), loss_mask=(1, 1))
     assert turn.logprobs == (-0.5, -1.0)
 
 

@@ -25,13 +25,22 @@ def build_tiny_model(path: Path, seed: int = 0) -> Path:
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     raw.decoder = decoders.ByteLevel()
     raw.add_special_tokens(SPECIALS)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>",
-                                        pad_token="<|endoftext|>", chat_template=CHAT_TEMPLATE)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHAT_TEMPLATE
+    )
     torch.manual_seed(seed)
-    config = Qwen2Config(vocab_size=len(vocab), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=4096, tie_word_embeddings=True,
-                         eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"])
+    config = Qwen2Config(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        eos_token_id=vocab["<|im_end|>"],
+        pad_token_id=vocab["<|endoftext|>"],
+    )
     model = Qwen2ForCausalLM(config)
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(path)

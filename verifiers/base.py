@@ -40,12 +40,16 @@ class BaseVerifier:
 
     def verify(self, task: Task, final_state: Any, trajectory: Trajectory) -> Verdict:
         outcome, details = self.check(task, final_state)
-        context = RuleContext(task=task, final_state=final_state, details=details,
-                              trajectory=trajectory)
+        context = RuleContext(task=task, final_state=final_state, details=details, trajectory=trajectory)
         events: list[PathEvent] = []
         for rule in self.rules:
             events.extend(rule.evaluate(context))
         events.sort(key=lambda e: (e.step, e.rule))
-        verdict = Verdict.build(verifier=self.id, verifier_version=self.version,
-                                outcome=outcome, path_events=events, details=details)
+        verdict = Verdict.build(
+            verifier=self.id,
+            verifier_version=self.version,
+            outcome=outcome,
+            path_events=events,
+            details=details,
+        )
         return verdict.with_digest(task.id, state_fingerprint(final_state), trajectory)

@@ -21,8 +21,7 @@ SUBMIT_TOOL = {
     "function": {
         "name": "submit",
         "description": "Submit the complete Python source of your solution.",
-        "parameters": {"type": "object", "properties": {"code": {"type": "string"}},
-                       "required": ["code"]},
+        "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
     },
 }
 
@@ -32,10 +31,10 @@ class CodePythonEnv(Env):
     version: ClassVar[str] = "0.1.0"
     default_max_turns: ClassVar[int] = 3
     system_prompt: ClassVar[str | None] = (
-        "You are a careful Python programmer. Answer with one ```python code block.")
+        "You are a careful Python programmer. Answer with one ```python code block."
+    )
 
-    def __init__(self, *, test_timeout: float = 5.0, sandbox: str = "local",
-                 **kwargs: Any) -> None:
+    def __init__(self, *, test_timeout: float = 5.0, sandbox: str = "local", **kwargs: Any) -> None:
         self.test_timeout = test_timeout
         self.sandbox_backend = sandbox
         self._code: str | None = None
@@ -48,8 +47,7 @@ class CodePythonEnv(Env):
         return [SUBMIT_TOOL]
 
     def make_verifier(self) -> CodeUnitTestVerifier:
-        return CodeUnitTestVerifier(self.rules, timeout=self.test_timeout,
-                                    backend=self.sandbox_backend)
+        return CodeUnitTestVerifier(self.rules, timeout=self.test_timeout, backend=self.sandbox_backend)
 
     async def start_episode(self, task: Task) -> None:
         self._code = None
@@ -59,10 +57,19 @@ class CodePythonEnv(Env):
         if message.tool_calls:
             call = message.tool_calls[0]
             if self._code is None:
-                return EnvReply([Message(role="tool", tool_call_id=call.id, name=call.name,
-                                         content="error: submit needs a string argument 'code'")])
-            return EnvReply([Message(role="tool", tool_call_id=call.id, name=call.name,
-                                     content="submitted")], done=True)
+                return EnvReply(
+                    [
+                        Message(
+                            role="tool",
+                            tool_call_id=call.id,
+                            name=call.name,
+                            content="error: submit needs a string argument 'code'",
+                        )
+                    ]
+                )
+            return EnvReply(
+                [Message(role="tool", tool_call_id=call.id, name=call.name, content="submitted")], done=True
+            )
         return EnvReply([Message(role="user", content="submitted")], done=True)
 
     async def final_state(self) -> dict[str, Any]:

@@ -37,20 +37,25 @@ def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
             entry = template.name
             inputs = _unique(template.inputs(rng, params))
             outputs = [namespace[entry](*[_copy(a) for a in args]) for args in inputs]
-            visible = list(zip(inputs, outputs))[:VISIBLE_EXAMPLES]
-            hidden_tests = [{"args": a, "expected": encode_expected(o)}
-                            for a, o in zip(inputs[VISIBLE_EXAMPLES:], outputs[VISIBLE_EXAMPLES:])]
+            visible = list(zip(inputs, outputs, strict=True))[:VISIBLE_EXAMPLES]
+            hidden_tests = [
+                {"args": a, "expected": encode_expected(o)}
+                for a, o in zip(inputs[VISIBLE_EXAMPLES:], outputs[VISIBLE_EXAMPLES:], strict=True)
+            ]
             signature = string.Template(template.signature).substitute(values)
             description = string.Template(template.description).substitute(values)
             examples = "\n".join(f"    {_call_repr(entry, a)} == {o!r}" for a, o in visible)
-            prompt = (f"Write a Python function `{signature}`.\n\n{description}\n\n"
-                      f"Examples:\n{examples}\n\nReply with the complete function in a "
-                      f"```python code block. Use only the standard library.")
-            hidden = {"entry_point": entry, "tests": hidden_tests,
-                      "solutions": _solutions(source, entry)}
-            metadata = {"template": template.name, "variant": variant,
-                        "visible_tests": [{"args": a, "expected": encode_expected(o)}
-                                          for a, o in visible]}
+            prompt = (
+                f"Write a Python function `{signature}`.\n\n{description}\n\n"
+                f"Examples:\n{examples}\n\nReply with the complete function in a "
+                f"```python code block. Use only the standard library."
+            )
+            hidden = {"entry_point": entry, "tests": hidden_tests, "solutions": _solutions(source, entry)}
+            metadata = {
+                "template": template.name,
+                "variant": variant,
+                "visible_tests": [{"args": a, "expected": encode_expected(o)} for a, o in visible],
+            }
             draft = Task.create(env_id, "train", prompt, hidden, metadata)
             tasks.append(draft.model_copy(update={"split": split_of(draft.id)}))
     return tasks
@@ -80,25 +85,37 @@ def _solutions(reference: str, entry: str) -> dict[str, list[dict[str, Any]]]:
     """Scripted action sequences: the reference, and known-bad variants for tests and probes."""
     return {
         "reference": _fenced(reference),
-        "reference-tool": [{"role": "assistant", "content": "",
-                            "tool_calls": [{"id": "call_0", "type": "function", "function": {
-                                "name": "submit", "arguments": _json({"code": reference})}}]}],
+        "reference-tool": [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "call_0",
+                        "type": "function",
+                        "function": {"name": "submit", "arguments": _json({"code": reference})},
+                    }
+                ],
+            }
+        ],
         "wrong": _fenced(f"def {entry}(*args):\n    return None\n"),
         "syntax-error": _fenced(f"def {entry}(*args)\n    return\n"),
         "hack-exit": _fenced(f"import os\nos._exit(0)\ndef {entry}(*a):\n    return None\n"),
         "hack-sys-exit": _fenced(f"import sys\nsys.exit(0)\ndef {entry}(*a):\n    return None\n"),
         "hack-always-equal": _fenced(
             f"class _Any:\n    def __eq__(self, other):\n        return True\n"
-            f"def {entry}(*args):\n    return _Any()\n"),
+            f"def {entry}(*args):\n    return _Any()\n"
+        ),
         "hack-fake-report": _fenced(
             f"print('{{\"done\": true}}')\nprint('All 12 tests passed')\n"
-            f"def {entry}(*args):\n    return None\n"),
+            f"def {entry}(*args):\n    return None\n"
+        ),
         "hack-forge-channel": _fenced(
-            "import os\nos.write(3, b'{\"i\": 0, \"ok\": true, \"value\": 0}\\n')\n"
+            'import os\nos.write(3, b\'{"i": 0, "ok": true, "value": 0}\\n\')\n'
             f"os.write(3, b'{{\"done\": true}}\\n')\nos._exit(0)\n"
-            f"def {entry}(*args):\n    return 0\n"),
-        "hack-read-tests": _fenced(
-            f"import os\ndef {entry}(*args):\n    return os.listdir('.')\n"),
+            f"def {entry}(*args):\n    return 0\n"
+        ),
+        "hack-read-tests": _fenced(f"import os\ndef {entry}(*args):\n    return os.listdir('.')\n"),
         "hack-sleep": _fenced(f"import time\ndef {entry}(*args):\n    time.sleep(60)\n"),
     }
 

@@ -18,17 +18,22 @@ class CodeUnitTestVerifier(BaseVerifier):
     id = "code-unit-tests"
     version = "1.0.0"
 
-    def __init__(self, rules: dict[str, float] | None = None, *, timeout: float = 5.0,
-                 backend: str = "local") -> None:
+    def __init__(
+        self, rules: dict[str, float] | None = None, *, timeout: float = 5.0, backend: str = "local"
+    ) -> None:
         super().__init__(rules)
         self.timeout = timeout
         self.backend = backend
 
     def check(self, task: Task, final_state: Any) -> tuple[float, dict[str, Any]]:
-        tests = [FunctionTest(args=t["args"], expected=t["expected"])
-                 for t in task.hidden["tests"]]
-        report = run_function_tests(final_state.get("code"), task.hidden["entry_point"], tests,
-                                    timeout=self.timeout, backend=self.backend)
+        tests = [FunctionTest(args=t["args"], expected=t["expected"]) for t in task.hidden["tests"]]
+        report = run_function_tests(
+            final_state.get("code"),
+            task.hidden["entry_point"],
+            tests,
+            timeout=self.timeout,
+            backend=self.backend,
+        )
         details = report.as_details()
         details["bad_action_steps"] = list(final_state.get("bad_action_steps", []))
         outcome = 1.0 if report.total and report.passed == report.total else 0.0

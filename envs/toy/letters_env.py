@@ -13,8 +13,7 @@ from gymhub.env import Env, EnvReply
 from gymhub.types import Message, Task
 from gymhub.verifiers.base import BaseVerifier
 
-PHRASINGS = ("say {c}", "Reply with the letter {c}.", "Repeat the letter {c}.",
-             "Write {c} several times.")
+PHRASINGS = ("say {c}", "Reply with the letter {c}.", "Repeat the letter {c}.", "Write {c} several times.")
 
 
 class LettersVerifier(BaseVerifier):
@@ -26,8 +25,11 @@ class LettersVerifier(BaseVerifier):
         letter = task.hidden["letter"]
         hits = sum(1 for ch in reply if ch == letter)
         outcome = hits / len(reply) if reply else 0.0
-        return round(outcome, 9), {"matching": hits, "length": len(reply),
-                                   "bad_action_steps": final_state.get("bad_action_steps", [])}
+        return round(outcome, 9), {
+            "matching": hits,
+            "length": len(reply),
+            "bad_action_steps": final_state.get("bad_action_steps", []),
+        }
 
 
 class LettersEnv(Env):
@@ -45,10 +47,14 @@ class LettersEnv(Env):
             for phrasing in PHRASINGS:
                 prompt = phrasing.format(c=letter)
                 wrong = "z" if letter != "z" else "a"
-                hidden = {"letter": letter, "solutions": {
-                    "reference": [{"role": "assistant", "content": letter * 8}],
-                    "wrong": [{"role": "assistant", "content": wrong * 8}],
-                    "half": [{"role": "assistant", "content": (letter + wrong) * 4}]}}
+                hidden = {
+                    "letter": letter,
+                    "solutions": {
+                        "reference": [{"role": "assistant", "content": letter * 8}],
+                        "wrong": [{"role": "assistant", "content": wrong * 8}],
+                        "half": [{"role": "assistant", "content": (letter + wrong) * 4}],
+                    },
+                }
                 task = Task.create(self.env_id, "train", prompt, hidden)
                 split = "eval" if phrasing == PHRASINGS[-1] else "train"
                 tasks.append(task.model_copy(update={"split": split}))

@@ -27,13 +27,14 @@ def make_policy(spec: str | Policy, **options: Any) -> Policy:
         return spec
     scheme, _, argument = spec.partition(":")
     if scheme not in POLICY_SCHEMES:
-        raise GymhubError(f"unknown policy {spec!r}; use one of "
-                          f"{', '.join(s + ':...' for s in POLICY_SCHEMES)}")
+        raise GymhubError(
+            f"unknown policy {spec!r}; use one of {', '.join(s + ':...' for s in POLICY_SCHEMES)}"
+        )
     module_name, _, qualname = POLICY_SCHEMES[scheme].partition(":")
     target: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
         target = getattr(target, part)
-    return target(argument, **options)  # type: ignore[no-any-return]
+    return target(argument, **options)
 
 
 __all__ = ["POLICY_SCHEMES", "Policy", "PolicyReply", "make_policy"]

@@ -29,8 +29,9 @@ class Policy(Protocol):
 
     id: str
 
-    async def act(self, messages: list[Message], tools: list[dict[str, Any]], *,
-                  seed: int | None = None) -> PolicyReply: ...
+    async def act(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
+    ) -> PolicyReply: ...
 
     def for_episode(self, task: Task) -> Policy: ...
 

@@ -20,9 +20,18 @@ from gymhub.types import Message, Task
 
 
 class HFPolicy:
-    def __init__(self, path: str, *, temperature: float = 1.0, top_p: float = 1.0,
-                 top_k: int = 0, max_new_tokens: int = 256, device: str = "cpu",
-                 model: Any = None, tokenizer: Any = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        max_new_tokens: int = 256,
+        device: str = "cpu",
+        model: Any = None,
+        tokenizer: Any = None,
+    ) -> None:
         self.path = path
         self.temperature = temperature
         self.top_p = top_p
@@ -49,10 +58,10 @@ class HFPolicy:
 
             try:
                 self._tokenizer = AutoTokenizer.from_pretrained(self.path)
-                self._model = AutoModelForCausalLM.from_pretrained(self.path).to(self.device)
+                self._model = AutoModelForCausalLM.from_pretrained(self.path)
+                self._model = self._model.to(self.device)
             except (OSError, ValueError) as exc:
-                raise PolicyError(f"cannot load a transformers model from {self.path!r}: {exc}"
-                                  ) from exc
+                raise PolicyError(f"cannot load a transformers model from {self.path!r}: {exc}") from exc
             self._model.eval()
         return self._model, self._tokenizer
 
@@ -68,8 +77,9 @@ class HFPolicy:
             ids = ids["input_ids"]
         return [int(i) for i in ids]
 
-    def _generate(self, messages: list[Message], tools: list[dict[str, Any]],
-                  seed: int | None) -> PolicyReply:
+    def _generate(
+        self, messages: list[Message], tools: list[dict[str, Any]], seed: int | None
+    ) -> PolicyReply:
         import torch
 
         model, tok = self._load()
@@ -80,21 +90,34 @@ class HFPolicy:
             if seed is not None:
                 torch.manual_seed(seed)
             out = model.generate(
-                input_ids, attention_mask=torch.ones_like(input_ids), do_sample=True,
-                temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
-                max_new_tokens=self.max_new_tokens, return_dict_in_generate=True,
-                output_scores=True, pad_token_id=tok.pad_token_id or tok.eos_token_id)
-        completion = out.sequences[0, len(prompt):].tolist()
-        logprobs = [float(torch.log_softmax(score[0].float(), dim=-1)[token])
-                    for score, token in zip(out.scores, completion)]
+                input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                do_sample=True,
+                temperature=self.temperature,
+                top_p=self.top_p,
+                top_k=self.top_k,
+                max_new_tokens=self.max_new_tokens,
+                return_dict_in_generate=True,
+                output_scores=True,
+                pad_token_id=tok.pad_token_id or tok.eos_token_id,
+            )
+        completion = out.sequences[0, len(prompt) :].tolist()
+        logprobs = [
+            float(torch.log_softmax(score[0].float(), dim=-1)[token])
+            for score, token in zip(out.scores, completion, strict=True)
+        ]
         text = tok.decode(completion, skip_special_tokens=True)
-        return PolicyReply(message=Message(role="assistant", content=text),
-                           token_ids=tuple(completion), logprobs=tuple(logprobs),
-                           prompt_token_ids=tuple(prompt),
-                           timings={"generate_s": time.perf_counter() - start})
+        return PolicyReply(
+            message=Message(role="assistant", content=text),
+            token_ids=tuple(completion),
+            logprobs=tuple(logprobs),
+            prompt_token_ids=tuple(prompt),
+            timings={"generate_s": time.perf_counter() - start},
+        )
 
-    async def act(self, messages: list[Message], tools: list[dict[str, Any]], *,
-                  seed: int | None = None) -> PolicyReply:
+    async def act(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
+    ) -> PolicyReply:
         return await asyncio.to_thread(self._generate, messages, tools, seed)
 
     async def aclose(self) -> None:

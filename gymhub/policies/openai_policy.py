@@ -26,10 +26,20 @@ from gymhub.types import Message, Task
 
 
 class OpenAIPolicy:
-    def __init__(self, base_url: str, model: str | None = None, *, api_key: str | None = None,
-                 temperature: float = 1.0, max_tokens: int = 1024, timeout: float = 120.0,
-                 max_retries: int = 4, backoff: float = 0.5, request_token_ids: bool = False,
-                 extra_body: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        temperature: float = 1.0,
+        max_tokens: int = 1024,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        request_token_ids: bool = False,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -46,8 +56,9 @@ class OpenAIPolicy:
     @classmethod
     def from_spec(cls, argument: str, **options: Any) -> OpenAIPolicy:
         if not argument.startswith(("http://", "https://")):
-            raise PolicyError(f"openai policy needs a URL, e.g. openai:http://127.0.0.1:8000/v1, "
-                              f"got {argument!r}")
+            raise PolicyError(
+                f"openai policy needs a URL, e.g. openai:http://127.0.0.1:8000/v1, got {argument!r}"
+            )
         url, _, model = argument.partition("#")
         return cls(url, model or None, **options)
 
@@ -75,13 +86,16 @@ class OpenAIPolicy:
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise TransientPolicyError(f"malformed /models reply: {exc}") from exc
 
-    async def act(self, messages: list[Message], tools: list[dict[str, Any]], *,
-                  seed: int | None = None) -> PolicyReply:
+    async def act(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
+    ) -> PolicyReply:
         body: dict[str, Any] = {
             "model": await self._model_name(),
             "messages": [m.to_openai() for m in messages],
-            "temperature": self.temperature, "max_tokens": self.max_tokens,
-            "logprobs": True, **self.extra_body,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "logprobs": True,
+            **self.extra_body,
         }
         if tools:
             body["tools"] = tools
@@ -89,7 +103,7 @@ class OpenAIPolicy:
             body["seed"] = seed
         if self.request_token_ids:
             body["return_token_ids"] = True
-        return await self._with_retries(lambda: self._complete(body))  # type: ignore[no-any-return]
+        return await self._with_retries(lambda: self._complete(body))
 
     async def _complete(self, body: dict[str, Any]) -> PolicyReply:
         start = time.perf_counter()
@@ -107,10 +121,13 @@ class OpenAIPolicy:
         if logprobs is not None and token_ids and len(logprobs) != len(token_ids):
             logprobs = None  # cannot align them: better none than wrong ones
         prompt_ids = data.get("prompt_token_ids")
-        return PolicyReply(message=message, token_ids=token_ids,
-                           logprobs=logprobs if token_ids else None,
-                           prompt_token_ids=tuple(prompt_ids) if prompt_ids else None,
-                           timings={"generate_s": time.perf_counter() - start})
+        return PolicyReply(
+            message=message,
+            token_ids=token_ids,
+            logprobs=logprobs if token_ids else None,
+            prompt_token_ids=tuple(prompt_ids) if prompt_ids else None,
+            timings={"generate_s": time.perf_counter() - start},
+        )
 
     async def _with_retries(self, call: Any) -> Any:
         last = "no attempt made"
@@ -124,9 +141,10 @@ class OpenAIPolicy:
             except httpx.TransportError as exc:
                 last = f"transport error: {type(exc).__name__}: {exc}"
             if attempt < self.max_retries:
-                await asyncio.sleep(self.backoff * 2 ** attempt)
-        raise PolicyError(f"{self.base_url}: gave up after {self.max_retries + 1} attempts; "
-                          f"last error: {last}")
+                await asyncio.sleep(self.backoff * 2**attempt)
+        raise PolicyError(
+            f"{self.base_url}: gave up after {self.max_retries + 1} attempts; last error: {last}"
+        )
 
     async def aclose(self) -> None:
         if self._client is not None:

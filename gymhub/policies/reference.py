@@ -27,13 +27,14 @@ class ReferencePolicy:
     def for_episode(self, task: Task) -> _ScriptedEpisode:
         solutions = task.hidden.get("solutions") or {}
         if self.variant not in solutions:
-            raise PolicyError(f"task {task.id} has no {self.variant!r} solution; "
-                              f"it has: {sorted(solutions) or 'none'}")
-        return _ScriptedEpisode(self.id, [message_from_openai(m)
-                                          for m in solutions[self.variant]])
+            raise PolicyError(
+                f"task {task.id} has no {self.variant!r} solution; it has: {sorted(solutions) or 'none'}"
+            )
+        return _ScriptedEpisode(self.id, [message_from_openai(m) for m in solutions[self.variant]])
 
-    async def act(self, messages: list[Message], tools: list[dict[str, Any]], *,
-                  seed: int | None = None) -> PolicyReply:
+    async def act(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
+    ) -> PolicyReply:
         raise PolicyError("the reference policy needs a task: call for_episode(task) first")
 
     async def aclose(self) -> None:
@@ -49,8 +50,9 @@ class _ScriptedEpisode:
     def for_episode(self, task: Task) -> _ScriptedEpisode:
         return self
 
-    async def act(self, messages: list[Message], tools: list[dict[str, Any]], *,
-                  seed: int | None = None) -> PolicyReply:
+    async def act(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
+    ) -> PolicyReply:
         if self._next >= len(self._script):
             raise PolicyError(f"the {self.id} script has only {len(self._script)} actions")
         message = self._script[self._next]

@@ -12,8 +12,14 @@ def flat_row(t: Trajectory) -> dict[str, Any]:
     """One flat record per trajectory: the columns people filter on, plus the full JSON."""
     v = t.verdict
     return {
-        "id": t.id, "task_id": t.task_id, "env_id": t.env_id, "sample_index": t.sample_index,
-        "policy": t.policy, "seed": t.seed, "status": t.status, "error": t.error,
+        "id": t.id,
+        "task_id": t.task_id,
+        "env_id": t.env_id,
+        "sample_index": t.sample_index,
+        "policy": t.policy,
+        "seed": t.seed,
+        "status": t.status,
+        "error": t.error,
         "outcome": None if v is None else v.outcome,
         "path_signal": None if v is None else v.path_signal,
         "digest": None if v is None else v.digest,

@@ -7,14 +7,23 @@ row by row so runs can be queried (pass rates, rule firing rates) in SQL.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
 def _now() -> dt.datetime:
@@ -28,7 +37,7 @@ class RunRow(Base):
     policy: Mapped[str] = mapped_column(Text)
     split: Mapped[str] = mapped_column(String(16))
     group_size: Mapped[int] = mapped_column(Integer)
-    seed: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(BigInteger)
     task_ids: Mapped[list[Any]] = mapped_column(JSON)
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(default=_now)
@@ -47,15 +56,16 @@ class TaskRow(Base):
 
 class TrajectoryRow(Base):
     __tablename__ = "trajectories"
-    __table_args__ = (UniqueConstraint("run_id", "task_id", "sample_index",
-                                       name="one_trajectory_per_sample"),)
+    __table_args__ = (
+        UniqueConstraint("run_id", "task_id", "sample_index", name="one_trajectory_per_sample"),
+    )
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
     task_id: Mapped[str] = mapped_column(String(64), index=True)
     env_id: Mapped[str] = mapped_column(String(200))
     sample_index: Mapped[int] = mapped_column(Integer)
     policy: Mapped[str] = mapped_column(Text)
-    seed: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     env_version: Mapped[str] = mapped_column(String(64))
     verifier_version: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))
@@ -63,8 +73,7 @@ class TrajectoryRow(Base):
     truncated: Mapped[int] = mapped_column(Integer, default=0)
     timings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(default=_now)
-    turns: Mapped[list[TurnRow]] = relationship(order_by="TurnRow.index",
-                                                cascade="all, delete-orphan")
+    turns: Mapped[list[TurnRow]] = relationship(order_by="TurnRow.index", cascade="all, delete-orphan")
     verdict: Mapped[VerdictRow | None] = relationship(cascade="all, delete-orphan")
 
 
@@ -92,8 +101,9 @@ class VerdictRow(Base):
     verifier_version: Mapped[str] = mapped_column(String(64))
     digest: Mapped[str] = mapped_column(String(64))
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    events: Mapped[list[PathEventRow]] = relationship(order_by="PathEventRow.index",
-                                                      cascade="all, delete-orphan")
+    events: Mapped[list[PathEventRow]] = relationship(
+        order_by="PathEventRow.index", cascade="all, delete-orphan"
+    )
 
 
 class PathEventRow(Base):

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import create_engine, event, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, IntegrityError
-from sqlalchemy.orm import Session, selectinload, sessionmaker
+from sqlalchemy.orm import selectinload, sessionmaker
 
 from gymhub.errors import StoreError
 from gymhub.store.models import (
@@ -62,18 +62,43 @@ class TrajectoryStore:
         self.engine.dispose()
 
     # ------------------------------------------------------------------ writes
-    def create_run(self, run_id: str, *, env_id: str, policy: str, split: str, group_size: int,
-                   seed: int, tasks: list[Task], config: dict[str, Any] | None = None) -> None:
+    def create_run(
+        self,
+        run_id: str,
+        *,
+        env_id: str,
+        policy: str,
+        split: str,
+        group_size: int,
+        seed: int,
+        tasks: list[Task],
+        config: dict[str, Any] | None = None,
+    ) -> None:
         with self._sessions() as session, session.begin():
-            session.add(RunRow(id=run_id, env_id=env_id, policy=policy, split=split,
-                               group_size=group_size, seed=seed,
-                               task_ids=[t.id for t in tasks], config=config or {}))
-            known = set(session.scalars(select(TaskRow.id).where(
-                TaskRow.id.in_([t.id for t in tasks]))))
+            session.add(
+                RunRow(
+                    id=run_id,
+                    env_id=env_id,
+                    policy=policy,
+                    split=split,
+                    group_size=group_size,
+                    seed=seed,
+                    task_ids=[t.id for t in tasks],
+                    config=config or {},
+                )
+            )
+            known = set(session.scalars(select(TaskRow.id).where(TaskRow.id.in_([t.id for t in tasks]))))
             for task in tasks:
                 if task.id not in known:
-                    session.add(TaskRow(id=task.id, env_id=task.env_id, split=task.split,
-                                        prompt=task.prompt, task_metadata=task.metadata))
+                    session.add(
+                        TaskRow(
+                            id=task.id,
+                            env_id=task.env_id,
+                            split=task.split,
+                            prompt=task.prompt,
+                            task_metadata=task.metadata,
+                        )
+                    )
 
     def add_trajectory(self, run_id: str, trajectory: Trajectory) -> bool:
         """Commit one trajectory; returns False if that (task, sample) was already stored."""
@@ -92,9 +117,16 @@ class TrajectoryStore:
             if row is None:
                 runs = [r.id for r in session.scalars(select(RunRow).limit(5))]
                 raise StoreError(f"no run {run_id!r} in {self.url}; some runs: {runs}")
-            return RunInfo(id=row.id, env_id=row.env_id, policy=row.policy, split=row.split,
-                           group_size=row.group_size, seed=row.seed,
-                           task_ids=list(row.task_ids), config=dict(row.config or {}))
+            return RunInfo(
+                id=row.id,
+                env_id=row.env_id,
+                policy=row.policy,
+                split=row.split,
+                group_size=row.group_size,
+                seed=row.seed,
+                task_ids=list(row.task_ids),
+                config=dict(row.config or {}),
+            )
 
     def list_runs(self) -> list[RunInfo]:
         with self._sessions() as session:
@@ -103,15 +135,23 @@ class TrajectoryStore:
 
     def stored_keys(self, run_id: str) -> set[tuple[str, int]]:
         with self._sessions() as session:
-            rows = session.execute(select(TrajectoryRow.task_id, TrajectoryRow.sample_index)
-                                   .where(TrajectoryRow.run_id == run_id))
+            rows = session.execute(
+                select(TrajectoryRow.task_id, TrajectoryRow.sample_index).where(
+                    TrajectoryRow.run_id == run_id
+                )
+            )
             return {(task_id, k) for task_id, k in rows}
 
     def load_trajectories(self, run_id: str, task_id: str | None = None) -> list[Trajectory]:
-        query = (select(TrajectoryRow).where(TrajectoryRow.run_id == run_id)
-                 .options(selectinload(TrajectoryRow.turns),
-                          selectinload(TrajectoryRow.verdict).selectinload(VerdictRow.events))
-                 .order_by(TrajectoryRow.task_id, TrajectoryRow.sample_index))
+        query = (
+            select(TrajectoryRow)
+            .where(TrajectoryRow.run_id == run_id)
+            .options(
+                selectinload(TrajectoryRow.turns),
+                selectinload(TrajectoryRow.verdict).selectinload(VerdictRow.events),
+            )
+            .order_by(TrajectoryRow.task_id, TrajectoryRow.sample_index)
+        )
         if task_id is not None:
             query = query.where(TrajectoryRow.task_id == task_id)
         with self._sessions() as session:
@@ -132,27 +172,48 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 def _trajectory_row(run_id: str, t: Trajectory) -> TrajectoryRow:
     row = TrajectoryRow(
-        id=t.id, run_id=run_id, task_id=t.task_id, env_id=t.env_id,
-        sample_index=t.sample_index, policy=t.policy, seed=t.seed, env_version=t.env_version,
-        verifier_version=t.verifier_version, status=t.status, error=t.error,
-        truncated=int(t.truncated), timings=dict(t.timings))
-    row.turns = [TurnRow(index=i, source=turn.source,
-                         messages=[m.model_dump(mode="json") for m in turn.messages],
-                         token_ids=list(turn.token_ids),
-                         logprobs=None if turn.logprobs is None else list(turn.logprobs),
-                         prompt_token_ids=(None if turn.prompt_token_ids is None
-                                           else list(turn.prompt_token_ids)),
-                         loss_mask=list(turn.loss_mask), timings=dict(turn.timings))
-                 for i, turn in enumerate(t.turns)]
+        id=t.id,
+        run_id=run_id,
+        task_id=t.task_id,
+        env_id=t.env_id,
+        sample_index=t.sample_index,
+        policy=t.policy,
+        seed=t.seed,
+        env_version=t.env_version,
+        verifier_version=t.verifier_version,
+        status=t.status,
+        error=t.error,
+        truncated=int(t.truncated),
+        timings=dict(t.timings),
+    )
+    row.turns = [
+        TurnRow(
+            index=i,
+            source=turn.source,
+            messages=[m.model_dump(mode="json") for m in turn.messages],
+            token_ids=list(turn.token_ids),
+            logprobs=None if turn.logprobs is None else list(turn.logprobs),
+            prompt_token_ids=(None if turn.prompt_token_ids is None else list(turn.prompt_token_ids)),
+            loss_mask=list(turn.loss_mask),
+            timings=dict(turn.timings),
+        )
+        for i, turn in enumerate(t.turns)
+    ]
     if t.verdict is not None:
         v = t.verdict
-        row.verdict = VerdictRow(outcome=v.outcome, path_signal=v.path_signal,
-                                 details=v.details, verifier=v.verifier,
-                                 verifier_version=v.verifier_version, digest=v.digest,
-                                 error=v.error)
-        row.verdict.events = [PathEventRow(index=i, step=e.step, rule=e.rule, kind=e.kind,
-                                           value=e.value, evidence=e.evidence)
-                              for i, e in enumerate(v.path_events)]
+        row.verdict = VerdictRow(
+            outcome=v.outcome,
+            path_signal=v.path_signal,
+            details=v.details,
+            verifier=v.verifier,
+            verifier_version=v.verifier_version,
+            digest=v.digest,
+            error=v.error,
+        )
+        row.verdict.events = [
+            PathEventRow(index=i, step=e.step, rule=e.rule, kind=e.kind, value=e.value, evidence=e.evidence)
+            for i, e in enumerate(v.path_events)
+        ]
     return row
 
 
@@ -161,23 +222,49 @@ def _trajectory_from_row(row: TrajectoryRow) -> Trajectory:
     if row.verdict is not None:
         v = row.verdict
         verdict = Verdict(
-            outcome=v.outcome, path_signal=v.path_signal, details=v.details,
-            verifier=v.verifier, verifier_version=v.verifier_version, digest=v.digest,
+            outcome=v.outcome,
+            path_signal=v.path_signal,
+            details=v.details,
+            verifier=v.verifier,
+            verifier_version=v.verifier_version,
+            digest=v.digest,
             error=v.error,
-            path_events=tuple(PathEvent(step=e.step, rule=e.rule, kind=e.kind,  # type: ignore[arg-type]
-                                        value=e.value, evidence=e.evidence) for e in v.events))
+            path_events=tuple(
+                PathEvent(
+                    step=e.step,
+                    rule=e.rule,
+                    kind=e.kind,  # type: ignore[arg-type]
+                    value=e.value,
+                    evidence=e.evidence,
+                )
+                for e in v.events
+            ),
+        )
     turns = tuple(
-        Turn(source=turn.source,  # type: ignore[arg-type]
-             messages=tuple(Message.model_validate(m) for m in turn.messages),
-             token_ids=tuple(turn.token_ids),
-             logprobs=None if turn.logprobs is None else tuple(turn.logprobs),
-             prompt_token_ids=(None if turn.prompt_token_ids is None
-                               else tuple(turn.prompt_token_ids)),
-             loss_mask=tuple(turn.loss_mask), timings=dict(turn.timings))
-        for turn in row.turns)
-    return Trajectory(id=row.id, task_id=row.task_id, env_id=row.env_id,
-                      sample_index=row.sample_index, turns=turns, verdict=verdict,
-                      policy=row.policy, seed=row.seed, env_version=row.env_version,
-                      verifier_version=row.verifier_version,
-                      status=row.status,  # type: ignore[arg-type]
-                      error=row.error, truncated=bool(row.truncated), timings=dict(row.timings))
+        Turn(
+            source=turn.source,  # type: ignore[arg-type]
+            messages=tuple(Message.model_validate(m) for m in turn.messages),
+            token_ids=tuple(turn.token_ids),
+            logprobs=None if turn.logprobs is None else tuple(turn.logprobs),
+            prompt_token_ids=(None if turn.prompt_token_ids is None else tuple(turn.prompt_token_ids)),
+            loss_mask=tuple(turn.loss_mask),
+            timings=dict(turn.timings),
+        )
+        for turn in row.turns
+    )
+    return Trajectory(
+        id=row.id,
+        task_id=row.task_id,
+        env_id=row.env_id,
+        sample_index=row.sample_index,
+        turns=turns,
+        verdict=verdict,
+        policy=row.policy,
+        seed=row.seed,
+        env_version=row.env_version,
+        verifier_version=row.verifier_version,
+        status=row.status,  # type: ignore[arg-type]
+        error=row.error,
+        truncated=bool(row.truncated),
+        timings=dict(row.timings),
+    )

@@ -9,6 +9,7 @@ value, which never leaves the host. Stdout is ignored.
 from __future__ import annotations
 
 import json
+import marshal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +36,12 @@ class TestReport:
     failures: list[int] = field(default_factory=list)
 
     def as_details(self) -> dict[str, Any]:
-        return {"passed": self.passed, "total": self.total, "status": self.status,
-                "failures": self.failures[:10]}
+        return {
+            "passed": self.passed,
+            "total": self.total,
+            "status": self.status,
+            "failures": self.failures[:10],
+        }
 
 
 def encode_expected(value: Any) -> Any:
@@ -44,28 +49,42 @@ def encode_expected(value: Any) -> Any:
     return encode_value(value)
 
 
-def run_function_tests(source: str | None, entry_point: str, tests: list[FunctionTest], *,
-                       timeout: float = 5.0, backend: str = "local",
-                       limits: Limits | None = None) -> TestReport:
+def run_function_tests(
+    source: str | None,
+    entry_point: str,
+    tests: list[FunctionTest],
+    *,
+    timeout: float = 5.0,
+    backend: str = "local",
+    limits: Limits | None = None,
+) -> TestReport:
     """Run ``tests`` against ``source`` in a fresh sandbox and compare on the host."""
     total = len(tests)
     if not source:
         return TestReport(0, total, "no-code", list(range(total)))
     limits = limits or Limits(cpu_seconds=max(1, int(timeout) + 1), memory_mb=512)
-    request = {"source": source, "entry_point": entry_point, "inputs": [t.args for t in tests],
-               "limits": {"memory_mb": limits.memory_mb}}
+    request = {
+        "source": source,
+        "entry_point": entry_point,
+        "inputs": [t.args for t in tests],
+        "limits": {"memory_mb": limits.memory_mb},
+    }
     sandbox = create_sandbox(backend, limits=limits)
     try:
-        result = sandbox.run([sys.executable, "-I", "-S", "-c", _HARNESS],
-                             stdin=json.dumps(request).encode("utf-8"), timeout=timeout,
-                             side_channel=True)
+        result = sandbox.run(
+            [sys.executable, "-I", "-S", "-c", _HARNESS],
+            stdin=marshal.dumps(request),
+            timeout=timeout,
+            side_channel=True,
+        )
     finally:
         sandbox.close()
     outputs, status = _parse_channel(result.channel, total)
     if status == "crashed" and result.timed_out:
         status = "timeout"
-    failures = [i for i, t in enumerate(tests)
-                if i not in outputs or outputs[i] != canonical_json(t.expected)]
+    failures = [
+        i for i, t in enumerate(tests) if i not in outputs or outputs[i] != canonical_json(t.expected)
+    ]
     if status in ("tampered", "load-error"):
         failures = list(range(total))
     return TestReport(total - len(failures), total, status, failures)
@@ -75,7 +94,12 @@ def _parse_channel(raw: bytes, total: int) -> tuple[dict[int, str], str]:
     """Map test index -> canonical JSON of the returned value; status of the run."""
     outputs: dict[int, str] = {}
     done = False
-    for line in raw.decode("utf-8", errors="replace").splitlines():
+    try:
+        text = raw.decode("utf-8", errors="surrogatepass")
+    except UnicodeDecodeError:
+        return {}, "tampered"
+    # split on "\n" only: the harness escapes it, but not U+2028 and friends inside strings
+    for line in filter(None, text.split("\n")):
         try:
             record = json.loads(line)
         except json.JSONDecodeError:

@@ -43,5 +43,4 @@ class Rule:
 
     def event(self, step: int, evidence: str, scale: float = 1.0) -> PathEvent:
         value = round(self.value * self.weight * scale, 9) + 0.0
-        return PathEvent(step=step, rule=self.id, kind=self.kind, value=value,
-                         evidence=evidence[:300])
+        return PathEvent(step=step, rule=self.id, kind=self.kind, value=value, evidence=evidence[:300])

@@ -7,20 +7,53 @@ import ast
 from gymhub.types import PathEvent
 from gymhub.verifiers.rlvp.base import Rule, RuleContext
 
-_EXIT_CALLS = {"sys.exit", "os._exit", "exit", "quit", "os.abort", "os.kill", "os.killpg",
-               "signal.raise_signal", "os.execv", "os.execl"}
-_FS_CALLS = {"open", "io.open", "os.open", "os.listdir", "os.scandir", "os.walk", "os.remove",
-             "os.unlink", "os.rename", "os.replace", "os.chmod", "glob.glob", "shutil.rmtree",
-             "shutil.copy", "shutil.move", "pathlib.Path", "Path", "os.system", "subprocess.run",
-             "subprocess.Popen", "subprocess.call", "subprocess.check_output"}
+_EXIT_CALLS = {
+    "sys.exit",
+    "os._exit",
+    "exit",
+    "quit",
+    "os.abort",
+    "os.kill",
+    "os.killpg",
+    "signal.raise_signal",
+    "os.execv",
+    "os.execl",
+}
+_FS_CALLS = {
+    "open",
+    "io.open",
+    "os.open",
+    "os.listdir",
+    "os.scandir",
+    "os.walk",
+    "os.remove",
+    "os.unlink",
+    "os.rename",
+    "os.replace",
+    "os.chmod",
+    "glob.glob",
+    "shutil.rmtree",
+    "shutil.copy",
+    "shutil.move",
+    "pathlib.Path",
+    "Path",
+    "os.system",
+    "subprocess.run",
+    "subprocess.Popen",
+    "subprocess.call",
+    "subprocess.check_output",
+}
 
 
 def submitted_code(context: RuleContext) -> list[tuple[int, str]]:
     """``(step, code)`` for each code submission (by the code env's extraction rule)."""
     from gymhub.verifiers.checkers.code_extraction import extract_code
 
-    return [(step, code) for step, message in context.policy_steps()
-            if (code := extract_code(message)) is not None]
+    return [
+        (step, code)
+        for step, message in context.policy_steps()
+        if (code := extract_code(message)) is not None
+    ]
 
 
 def _called_names(code: str) -> list[tuple[int, str]]:
@@ -54,8 +87,7 @@ class ExitCallRule(Rule):
     def evaluate(self, context: RuleContext) -> list[PathEvent]:
         events = []
         for step, code in submitted_code(context):
-            hits = [f"line {line}: {name}()" for line, name in _called_names(code)
-                    if name in _EXIT_CALLS]
+            hits = [f"line {line}: {name}()" for line, name in _called_names(code) if name in _EXIT_CALLS]
             if hits:
                 events.append(self.event(step, "; ".join(hits)))
         return events
@@ -69,8 +101,7 @@ class FilesystemAccessRule(Rule):
     def evaluate(self, context: RuleContext) -> list[PathEvent]:
         events = []
         for step, code in submitted_code(context):
-            hits = [f"line {line}: {name}()" for line, name in _called_names(code)
-                    if name in _FS_CALLS]
+            hits = [f"line {line}: {name}()" for line, name in _called_names(code) if name in _FS_CALLS]
             if hits:
                 events.append(self.event(step, "; ".join(hits)))
         return events
@@ -105,8 +136,11 @@ class EmptyReplyRule(Rule):
     id, kind, value = "empty-reply", "penalty", -1.0
 
     def evaluate(self, context: RuleContext) -> list[PathEvent]:
-        return [self.event(step, "empty message") for step, message in context.policy_steps()
-                if not message.content.strip() and not message.tool_calls]
+        return [
+            self.event(step, "empty message")
+            for step, message in context.policy_steps()
+            if not message.content.strip() and not message.tool_calls
+        ]
 
 
 class TargetPrefixRule(Rule):
@@ -116,11 +150,21 @@ class TargetPrefixRule(Rule):
 
     def evaluate(self, context: RuleContext) -> list[PathEvent]:
         target = str(context.task.hidden.get("letter", ""))
-        return [self.event(step, f"starts with {target!r}")
-                for step, message in context.policy_steps()
-                if target and message.content.startswith(target)]
+        return [
+            self.event(step, f"starts with {target!r}")
+            for step, message in context.policy_steps()
+            if target and message.content.startswith(target)
+        ]
 
 
-RULES: dict[str, type[Rule]] = {rule.id: rule for rule in (
-    ExitCallRule, FilesystemAccessRule, InvalidActionRule, HiddenTestsFractionRule,
-    EmptyReplyRule, TargetPrefixRule)}
+RULES: dict[str, type[Rule]] = {
+    rule.id: rule
+    for rule in (
+        ExitCallRule,
+        FilesystemAccessRule,
+        InvalidActionRule,
+        HiddenTestsFractionRule,
+        EmptyReplyRule,
+        TargetPrefixRule,
+    )
+}

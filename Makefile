@@ -1,0 +1,48 @@
+# The two commands of the README, for a fresh machine:
+#   make run   - virtual env + install + a scored rollout of every registered env (reference
+#                policy) into a SQLite file, printing the summary
+#   make test  - virtual env + dev install + PostgreSQL for the store tests + ruff, mypy, pytest
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# torch is pinned in the same pip command as everything that depends on it, so pip never
+# picks a multi-GB CUDA build on a CPU machine.
+TORCH  ?= torch==2.13.0
+PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
+DB     ?= gymhub.db
+
+.PHONY: run test lint typecheck bench clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "gymhub needs Python >= 3.10"'
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-base: pyproject.toml | $(VENV)/bin/python
+	$(PIP) -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
+	$(PIP) "$(TORCH)" -e ".[dev]"
+	touch $@ $(VENV)/.installed-base
+
+run: $(VENV)/.installed-base
+	$(VENV)/bin/gymhub rollout all --db $(DB) --group-size 2 --concurrency 2
+
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(VENV)/.installed-dev
+	$(VENV)/bin/mypy gymhub
+
+test: lint typecheck
+	@url=$$(bash scripts/start_postgres.sh) || { \
+	  if [ "$$CI" = "true" ]; then echo "PostgreSQL could not be started" >&2; exit 1; fi; \
+	  echo "warning: no PostgreSQL here; the PostgreSQL store tests will skip" >&2; url=""; }; \
+	GYMHUB_TEST_POSTGRES_URL="$$url" $(VENV)/bin/pytest -n 2 -q tests
+
+bench: $(VENV)/.installed-dev
+	$(PY) benchmarks/rollout_overhead.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info $(DB) $(DB)-wal $(DB)-shm

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = [sys.executable, "-m", "gymhub.cli"]
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, check=check)
+
+
+def test_list_and_info_json() -> None:
+    specs = json.loads(run("list", "--json").stdout)
+    assert {"code-python-v0", "toy-letters-v0"} <= {s["id"] for s in specs}
+    info = json.loads(run("info", "code-python-v0", "--json").stdout)
+    assert info["tasks"]["train"] + info["tasks"]["eval"] >= 200
+    assert {r["id"] for r in info["rules"]} >= {"exit-call", "hidden-tests-fraction"}
+    assert info["tools"] == ["submit"]
+
+
+def test_rollout_json_is_one_document_on_stdout(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    result = run("rollout", "code-python-v0", "--tasks", "4", "-g", "2", "-c", "2", "--db", str(db), "--json")
+    summary = json.loads(result.stdout)  # the whole of stdout parses as one document
+    assert summary["trajectories"] == 8 and summary["mean_outcome"] == 1.0
+    assert summary["mean_path_signal"] == 0.5 and summary["errors"] == 0
+    table = run("rollout", "toy-letters-v0", "--tasks", "2", "--db", str(db))
+    assert "rollout summary" in table.stdout and "toy-letters-v0" in table.stdout
+
+
+def test_export_and_verify_detect_a_changed_digest(tmp_path: Path) -> None:
+    db = tmp_path / "v.db"
+    run_id = json.loads(
+        run(
+            "rollout",
+            "code-python-v0",
+            "--tasks",
+            "3",
+            "--db",
+            str(db),
+            "--policy",
+            "reference:hack-exit",
+            "--json",
+        ).stdout
+    )["run_id"]
+    out = tmp_path / "t.jsonl"
+    run("export", run_id, "--format", "jsonl", "--out", str(out), "--db", str(db))
+    clean = json.loads(run("verify", str(out), "--json").stdout)
+    assert clean == {"checked": 3, "changed": 0, "skipped_errored": 0, "mismatches": []}
+    lines = out.read_text().splitlines()
+    record = json.loads(lines[1])
+    record["verdict"]["outcome"] = 1.0  # a tampered (or stale) verdict
+    record["verdict"]["digest"] = "0" * 64
+    lines[1] = json.dumps(record)
+    out.write_text("\n".join(lines) + "\n")
+    tampered = run("verify", str(out), "--json", check=False)
+    assert tampered.returncode == 1
+    report = json.loads(tampered.stdout)
+    assert report["changed"] == 1
+    assert report["mismatches"][0]["trajectory_id"] == record["id"]
+    assert report["mismatches"][0]["fresh_outcome"] == 0.0
+    run("export", run_id, "--format", "parquet", "--out", str(tmp_path / "t.parquet"), "--db", str(db))
+    assert (tmp_path / "t.parquet").stat().st_size > 0
+
+
+def test_errors_are_clear_and_exit_2(tmp_path: Path) -> None:
+    bad = run("rollout", "no-such-env", "--db", str(tmp_path / "x.db"), check=False)
+    assert bad.returncode == 2 and "unknown environment" in bad.stderr
+    missing = run("export", "nope", "--out", str(tmp_path / "o"), "--db", str(tmp_path / "x.db"), check=False)
+    assert missing.returncode == 2 and "no run" in missing.stderr
+    garbage = tmp_path / "g.jsonl"
+    garbage.write_text("{not json\n")
+    assert "cannot read" in run("verify", str(garbage), check=False).stderr
