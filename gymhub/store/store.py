@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, event, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, IntegrityError
+from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import selectinload, sessionmaker
 
 from gymhub.errors import StoreError
@@ -108,6 +108,13 @@ class TrajectoryStore:
                 session.add(row)
         except IntegrityError:
             return False
+        except SQLAlchemyError as exc:  # disk full, server gone: stop loudly, keep what is stored
+            cause = getattr(exc, "orig", None) or exc
+            raise StoreError(
+                f"could not store trajectory {trajectory.id} of run {run_id}: "
+                f"{type(cause).__name__}: {cause}. Everything finished before it is stored; "
+                f"free space or fix the database, then `gymhub rollout --resume {run_id}`"
+            ) from exc
         return True
 
     # ------------------------------------------------------------------ reads

@@ -177,3 +177,34 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_duplicates_nothing(store_
     assert summary["new_trajectories"] == tasks * g - partial
     assert _count(store_url, "killme") == (tasks * g, tasks * g)
     assert summary["mean_outcome"] == 1.0 and summary["errors"] == 0
+
+
+def test_a_full_disk_stops_the_run_with_a_clear_error_and_keeps_what_finished(
+    tmp_path: Path,
+) -> None:
+    from sqlalchemy import event
+
+    store = open_store(str(tmp_path / "full.db"))
+    env = gymhub.make("toy-letters-v0")
+    store.create_run(
+        "full",
+        env_id="toy-letters-v0",
+        policy="reference",
+        split="train",
+        group_size=4,
+        seed=0,
+        tasks=env.tasks,
+    )
+    with store.engine.connect() as conn:
+        pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
+    # SQLite's own "database or disk is full" (SQLITE_FULL), a few pages from now
+    event.listen(store.engine, "connect", lambda c, _r: c.execute(f"PRAGMA max_page_count={pages + 6}"))
+    store.engine.dispose()
+    with pytest.raises(gymhub.StoreError, match="full") as info:
+        gymhub.rollout(
+            "toy-letters-v0", "reference", tasks=env.tasks, group_size=4, store=store, run_id="full"
+        )
+    assert "--resume full" in str(info.value)
+    kept = store.load_trajectories("full")
+    assert 0 < len(kept) < len(env.tasks) * 4
+    assert all(t.verdict is not None and t.verdict.outcome == 1.0 for t in kept)
