@@ -210,18 +210,21 @@ class Env(gymnasium.Env[str, Any]):
         if ep.done:
             raise EpisodeOver("the episode is over: call reset() to start a new one")
         ep.step_index += 1
+        recorded = False
         try:
             message = coerce_action(
                 action, self.max_action_bytes, [t["function"]["name"] for t in self.tools()]
             )
             ep.turns.append(Turn(source="policy", messages=(message,)))
+            recorded = True
             rejected = self._check_tool_calls(message)
             if rejected is not None:
                 ep.bad_actions.append(ep.step_index)
             reply = rejected or await self.on_action(message)
-        except BadAction as exc:
+        except BadAction as exc:  # from coerce_action, or raised by a subclass's on_action
             ep.bad_actions.append(ep.step_index)
-            ep.turns.append(Turn(source="policy", messages=(describe_bad_action(action),)))
+            if not recorded:
+                ep.turns.append(Turn(source="policy", messages=(describe_bad_action(action),)))
             reply = EnvReply([Message(role="user", content=f"error: {exc}")])
         reply_messages = [_cap_message(m, self.max_observation_chars) for m in reply.messages]
         ep.turns.append(Turn(source="env", messages=tuple(reply_messages)))

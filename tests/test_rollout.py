@@ -6,6 +6,7 @@ import pytest
 
 import gymhub
 from gymhub import Message, PolicyError
+from gymhub.envs.toy.letters_env import LettersEnv, LettersVerifier
 from gymhub.policies.base import PolicyReply
 from gymhub.rollout_engine import arollout, episode_seed
 from gymhub.store import open_store
@@ -88,3 +89,45 @@ def test_bad_arguments_are_refused() -> None:
         gymhub.rollout("toy-letters-v0", "reference", tasks=10_000)
     with pytest.raises(gymhub.GymhubError, match="unknown policy"):
         gymhub.rollout("toy-letters-v0", "gpt5:whatever")
+
+
+class _CrashingEnv(LettersEnv):
+    async def on_action(self, message: Message) -> gymhub.EnvReply:
+        if message.content.startswith("b"):
+            raise RuntimeError("sandbox died")
+        return await super().on_action(message)
+
+
+class _CrashingVerifier(LettersVerifier):
+    def check(self, task: Task, final_state: dict) -> tuple[float, dict]:
+        raise ValueError("corrupt state")
+
+
+class _BadVerifierEnv(LettersEnv):
+    def make_verifier(self) -> _CrashingVerifier:
+        return _CrashingVerifier(self.rules)
+
+
+def test_an_env_crash_is_an_errored_trajectory_and_the_rollout_goes_on() -> None:
+    gymhub.register("crashing-test-v0", "test_rollout:_CrashingEnv", replace=True)
+    try:
+        groups = gymhub.rollout("crashing-test-v0", "reference", tasks=8, concurrency=2)
+    finally:
+        gymhub.unregister("crashing-test-v0")
+    trajectories = [t for g in groups for t in g.trajectories]
+    assert len(trajectories) == 8
+    errored = [t for t in trajectories if t.status == "errored"]
+    assert [t.error for t in errored] == ["RuntimeError: sandbox died"] * len(errored)
+    assert 0 < len(errored) < 8  # the tasks whose letter is "b" only
+
+
+def test_a_verifier_crash_is_an_errored_verdict_with_no_credit() -> None:
+    gymhub.register("badverifier-test-v0", "test_rollout:_BadVerifierEnv", replace=True)
+    try:
+        [group] = gymhub.rollout("badverifier-test-v0", "reference", tasks=1)
+    finally:
+        gymhub.unregister("badverifier-test-v0")
+    verdict = group.trajectories[0].verdict
+    assert group.trajectories[0].status == "ok"
+    assert verdict.errored and verdict.error == "ValueError: corrupt state"
+    assert verdict.outcome == 0.0 and verdict.path_signal == 0.0 and verdict.digest
