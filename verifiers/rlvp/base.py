@@ -6,7 +6,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from gymhub.types import Message, PathEvent, Task, Trajectory
+from gymhub.types import Message, PathEvent, Task, ToolCall, Trajectory
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    """One tool call of the policy, and the env's answer to it (if any)."""
+
+    step: int
+    call: ToolCall
+    result: Message | None
+
+    @property
+    def failed(self) -> bool:
+        return self.result is None or self.result.content.lstrip().lower().startswith("error")
+
+    def arguments(self) -> dict[str, Any]:
+        try:
+            return self.call.parsed_arguments()
+        except ValueError:
+            return {}
 
 
 @dataclass(frozen=True)
@@ -27,16 +46,48 @@ class RuleContext:
                 for message in turn.messages:
                     yield step, message
 
+    def tool_steps(self) -> list[ToolStep]:
+        """Every tool call in order, paired with the env's reply by ``tool_call_id``."""
+        out: list[ToolStep] = []
+        step = 0
+        turns = self.trajectory.turns
+        for i, turn in enumerate(turns):
+            if turn.source != "policy":
+                continue
+            step += 1
+            replies = turns[i + 1].messages if i + 1 < len(turns) else ()
+            by_id = {m.tool_call_id: m for m in replies if m.role == "tool"}
+            for message in turn.messages:
+                for call in message.tool_calls:
+                    out.append(ToolStep(step, call, by_id.get(call.id)))
+        return out
+
 
 class Rule:
-    """A named penalty or progress rule; ``value`` is its base value, scaled by ``weight``."""
+    """A named penalty or progress rule.
+
+    ``value`` is the base value, scaled by ``weight``; ``defaults`` are the parameters a rule
+    takes, overridable per env in ``registry.yaml``::
+
+        rules:
+          exit-call: 1.0                       # weight only
+          forbidden-tool: {weight: 2.0, tools: [delete_customer]}
+    """
 
     id: ClassVar[str]
     kind: ClassVar[Literal["penalty", "progress"]]
     value: ClassVar[float]
+    defaults: ClassVar[dict[str, Any]] = {}
 
-    def __init__(self, weight: float = 1.0) -> None:
+    def __init__(self, weight: float = 1.0, **params: Any) -> None:
+        unknown = sorted(set(params) - set(self.defaults))
+        if unknown:
+            raise ValueError(
+                f"rule {self.id!r} takes no parameter(s) {unknown}; "
+                f"it takes {sorted(self.defaults) or 'none'}"
+            )
         self.weight = weight
+        self.params = {**self.defaults, **params}
 
     def evaluate(self, context: RuleContext) -> list[PathEvent]:
         raise NotImplementedError

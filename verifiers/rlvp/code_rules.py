@@ -1,8 +1,9 @@
-"""The rule library. Every rule is a pure function of the trajectory (and state/details)."""
+"""Rules for code submissions: read the submitted source's AST, never run it."""
 
 from __future__ import annotations
 
 import ast
+from typing import ClassVar
 
 from gymhub.types import PathEvent
 from gymhub.verifiers.rlvp.base import Rule, RuleContext
@@ -86,7 +87,7 @@ def _dotted(node: ast.AST) -> str | None:
 class CalledNamesRule(Rule):
     """Penalty base: submitted code calls any of ``calls`` (found in its AST, not by regex)."""
 
-    calls: frozenset[str] = frozenset()
+    calls: ClassVar[frozenset[str]] = frozenset()
 
     def evaluate(self, context: RuleContext) -> list[PathEvent]:
         events = []
@@ -111,16 +112,6 @@ class FilesystemAccessRule(CalledNamesRule):
     calls = _FS_CALLS
 
 
-class InvalidActionRule(Rule):
-    """Penalty: a malformed, oversized or non-UTF-8 action, or a call to an unknown tool."""
-
-    id, kind, value = "invalid-action", "penalty", -0.25
-
-    def evaluate(self, context: RuleContext) -> list[PathEvent]:
-        steps = context.details.get("bad_action_steps") or []
-        return [self.event(int(step), "the env rejected this action") for step in steps]
-
-
 class HiddenTestsFractionRule(Rule):
     """Progress: the fraction of hidden tests passed (credit for partial solutions)."""
 
@@ -134,41 +125,4 @@ class HiddenTestsFractionRule(Rule):
         return [self.event(last, f"{passed}/{total} hidden tests", scale=passed / total)]
 
 
-class EmptyReplyRule(Rule):
-    """Penalty: the policy said nothing at all."""
-
-    id, kind, value = "empty-reply", "penalty", -1.0
-
-    def evaluate(self, context: RuleContext) -> list[PathEvent]:
-        return [
-            self.event(step, "empty message")
-            for step, message in context.policy_steps()
-            if not message.content.strip() and not message.tool_calls
-        ]
-
-
-class TargetPrefixRule(Rule):
-    """Progress: the reply starts with the character the task asks for (toy env)."""
-
-    id, kind, value = "target-prefix", "progress", 0.5
-
-    def evaluate(self, context: RuleContext) -> list[PathEvent]:
-        target = str(context.task.hidden.get("letter", ""))
-        return [
-            self.event(step, f"starts with {target!r}")
-            for step, message in context.policy_steps()
-            if target and message.content.startswith(target)
-        ]
-
-
-RULES: dict[str, type[Rule]] = {
-    rule.id: rule
-    for rule in (
-        ExitCallRule,
-        FilesystemAccessRule,
-        InvalidActionRule,
-        HiddenTestsFractionRule,
-        EmptyReplyRule,
-        TargetPrefixRule,
-    )
-}
+CODE_RULES = (ExitCallRule, FilesystemAccessRule, HiddenTestsFractionRule)

@@ -1,0 +1,119 @@
+"""Rules on how the policy acts: malformed actions, forbidden tools, loops, empty claims."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from gymhub.types import PathEvent
+from gymhub.verifiers.rlvp.base import Rule, RuleContext
+
+
+class InvalidActionRule(Rule):
+    """Penalty: a malformed, oversized or non-UTF-8 action, or a call to an unknown tool."""
+
+    id, kind, value = "invalid-action", "penalty", -0.25
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        steps = context.details.get("bad_action_steps") or []
+        return [self.event(int(step), "the env rejected this action") for step in steps]
+
+
+class EmptyReplyRule(Rule):
+    """Penalty: the policy said nothing at all."""
+
+    id, kind, value = "empty-reply", "penalty", -1.0
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        return [
+            self.event(step, "empty message")
+            for step, message in context.policy_steps()
+            if not message.content.strip() and not message.tool_calls
+        ]
+
+
+class ForbiddenToolRule(Rule):
+    """Penalty: a call to a forbidden tool, or with a forbidden argument value (regex)."""
+
+    id, kind, value = "forbidden-tool", "penalty", -1.0
+    defaults: ClassVar[dict[str, Any]] = {
+        "tools": [],
+        "arguments": {},
+    }  # arguments: {tool: {arg: [regex, ...]}}
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        events = []
+        for ts in context.tool_steps():
+            if ts.call.name in self.params["tools"]:
+                events.append(self.event(ts.step, f"called forbidden tool {ts.call.name!r}"))
+                continue
+            banned: dict[str, list[str]] = self.params["arguments"].get(ts.call.name, {})
+            args = ts.arguments()
+            for arg, patterns in sorted(banned.items()):
+                value = str(args.get(arg, ""))
+                hit = next((p for p in patterns if arg in args and re.search(p, value)), None)
+                if hit is not None:
+                    events.append(
+                        self.event(ts.step, f"{ts.call.name}({arg}={value[:60]!r}) matches {hit!r}")
+                    )
+        return events
+
+
+class RepeatedFailingCallRule(Rule):
+    """Penalty: the same failing tool call (same name and arguments) repeated in a row."""
+
+    id, kind, value = "repeated-failing-call", "penalty", -0.5
+    defaults: ClassVar[dict[str, Any]] = {"max_repeats": 3}
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        events: list[PathEvent] = []
+        streak: tuple[Any, ...] | None = None
+        count = 0
+        for ts in context.tool_steps():
+            key = (ts.call.name, ts.call.arguments)
+            if not ts.failed:
+                streak, count = None, 0
+                continue
+            count = count + 1 if key == streak else 1
+            streak = key
+            if count == self.params["max_repeats"]:
+                events.append(self.event(ts.step, f"{ts.call.name} failed {count} times in a row"))
+        return events
+
+
+_CLAIMS = [
+    r"\ball (of )?the (unit )?tests (now )?pass",
+    r"\ball (unit )?tests (now )?pass",
+    r"\btests? (are|is) (now )?passing\b",
+    r"\b(the )?(task|problem|issue|bug) (is|has been) (now )?(complete|completed|solved|fixed|done)\b",
+]
+
+
+class UnsupportedSuccessClaimRule(Rule):
+    """Penalty: claiming success ("all tests pass") with no evidence step before it."""
+
+    id, kind, value = "unsupported-success-claim", "penalty", -0.5
+    defaults: ClassVar[dict[str, Any]] = {"evidence_tools": ["run_tests"], "patterns": _CLAIMS}
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        evidence_steps = sorted(
+            ts.step
+            for ts in context.tool_steps()
+            if ts.call.name in self.params["evidence_tools"] and not ts.failed
+        )
+        events = []
+        for step, message in context.policy_steps():
+            text = message.content.lower()
+            claim = next((p for p in self.params["patterns"] if re.search(p, text)), None)
+            if claim and not any(s < step for s in evidence_steps):
+                events.append(self.event(step, f"claims success ({claim!r}) with no prior evidence step"))
+        return events
+
+
+ACTION_RULES = (
+    InvalidActionRule,
+    EmptyReplyRule,
+    ForbiddenToolRule,
+    RepeatedFailingCallRule,
+    UnsupportedSuccessClaimRule,
+)

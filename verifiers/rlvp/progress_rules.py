@@ -1,0 +1,133 @@
+"""Progress rules: small credits for sub-goals that were really reached (and their penalties)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from gymhub.types import PathEvent
+from gymhub.verifiers.rlvp.base import Rule, RuleContext
+
+_PASSED = re.compile(
+    r"(\d+)\s*/\s*(\d+)\s+(?:visible\s+)?tests?\s+passed|passed[:\s]+(\d+)\s*/\s*(\d+)", re.I
+)
+
+
+def tests_passed(text: str) -> tuple[int, int] | None:
+    """``(passed, total)`` from an env's test report ("3/5 tests passed", "passed: 3/5")."""
+    match = _PASSED.search(text)
+    if not match:
+        return None
+    groups = [g for g in match.groups() if g is not None]
+    return int(groups[0]), int(groups[1])
+
+
+class VisibleTestsImprovedRule(Rule):
+    """Progress: a test run (the env's report) passes more visible tests than any before."""
+
+    id, kind, value = "visible-tests-improved", "progress", 1.0
+    defaults: ClassVar[dict[str, Any]] = {"tool": "run_tests"}
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        best, events = 0, []
+        for ts in context.tool_steps():
+            if ts.call.name != self.params["tool"] or ts.result is None:
+                continue
+            found = tests_passed(ts.result.content)
+            if found and found[1] and found[0] > best:
+                events.append(
+                    self.event(
+                        ts.step,
+                        f"{found[0]}/{found[1]} visible tests (was {best})",
+                        scale=(found[0] - best) / found[1],
+                    )
+                )
+                best = found[0]
+        return events
+
+
+def _first_mutations(
+    context: RuleContext, preconditions: list[str], mutations: list[str]
+) -> list[tuple[int, str, bool]]:
+    """``(step, tool, preceded)`` for each successful mutation call."""
+    checked, out = False, []
+    for ts in context.tool_steps():
+        if ts.call.name in preconditions and not ts.failed:
+            checked = True
+        elif ts.call.name in mutations and not ts.failed:
+            out.append((ts.step, ts.call.name, checked))
+    return out
+
+
+class PreconditionBeforeMutationRule(Rule):
+    """Progress: the required check (e.g. identity) was done before the first mutation."""
+
+    id, kind, value = "precondition-before-mutation", "progress", 1.0
+    defaults: ClassVar[dict[str, Any]] = {
+        "preconditions": ["verify_identity"],
+        "mutations": ["refund_order", "update_address"],
+    }
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        done = _first_mutations(context, self.params["preconditions"], self.params["mutations"])
+        if done and done[0][2]:
+            return [self.event(done[0][0], f"checked before {done[0][1]}")]
+        return []
+
+
+class MutationWithoutPreconditionRule(Rule):
+    """Penalty: a mutation (refund, address change) before the required check."""
+
+    id, kind, value = "mutation-without-precondition", "penalty", -1.0
+    defaults: ClassVar[dict[str, Any]] = PreconditionBeforeMutationRule.defaults
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        done = _first_mutations(context, self.params["preconditions"], self.params["mutations"])
+        return [
+            self.event(step, f"{tool} before any of {self.params['preconditions']}")
+            for step, tool, preceded in done
+            if not preceded
+        ]
+
+
+class EvidenceRetrievedRule(Rule):
+    """Progress: a gold document (``task.hidden[gold_key]``) was opened; credit per document."""
+
+    id, kind, value = "evidence-retrieved", "progress", 1.0
+    defaults: ClassVar[dict[str, Any]] = {"tool": "open", "argument": "doc_id", "gold_key": "gold_docs"}
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        gold = [str(g) for g in context.task.hidden.get(self.params["gold_key"], [])]
+        seen: set[str] = set()
+        events = []
+        for ts in context.tool_steps():
+            if ts.call.name != self.params["tool"] or ts.failed:
+                continue
+            doc = str(ts.arguments().get(self.params["argument"], ""))
+            if doc in gold and doc not in seen:
+                seen.add(doc)
+                events.append(self.event(ts.step, f"opened gold document {doc}", scale=1 / len(gold)))
+        return events
+
+
+class TargetPrefixRule(Rule):
+    """Progress: the reply starts with the character the task asks for (toy env)."""
+
+    id, kind, value = "target-prefix", "progress", 0.5
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        target = str(context.task.hidden.get("letter", ""))
+        return [
+            self.event(step, f"starts with {target!r}")
+            for step, message in context.policy_steps()
+            if target and message.content.startswith(target)
+        ]
+
+
+PROGRESS_RULES = (
+    VisibleTestsImprovedRule,
+    PreconditionBeforeMutationRule,
+    MutationWithoutPreconditionRule,
+    EvidenceRetrievedRule,
+    TargetPrefixRule,
+)
