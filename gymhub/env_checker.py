@@ -102,7 +102,7 @@ def check_env(env: Any, *, seed: int = 1234, check_bad_actions: bool = True) -> 
             env.reset(options={"task_id": task_id})
             try:
                 obs, _, terminated, truncated, info = env.step(action)
-            except Exception as exc:
+            except Exception as exc:  # raising is the failure being checked
                 problems.append(f"a bad action ({name}) raised {type(exc).__name__}: {exc}")
                 continue
             if not isinstance(obs, str) or "error" not in obs.lower():

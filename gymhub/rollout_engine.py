@@ -211,7 +211,7 @@ def _policy_turn(reply: PolicyReply) -> Turn:
 async def _recover(env: Env) -> None:
     try:
         await env.aclose()
-    except Exception:
+    except Exception:  # the env is reset on its next episode anyway
         pass
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gymhub.sandboxes.base import ExecResult, Limits, Sandbox
+from gymhub.sandboxes.base import ExecResult, FileEntry, Limits, Sandbox
 from gymhub.sandboxes.local import LocalSandbox
 
 BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox}
@@ -25,4 +25,4 @@ def create_sandbox(backend: str = "local", **options: Any) -> Sandbox:
     return cls(**options)
 
 
-__all__ = ["BACKENDS", "ExecResult", "Limits", "LocalSandbox", "Sandbox", "create_sandbox"]
+__all__ = ["BACKENDS", "ExecResult", "FileEntry", "Limits", "LocalSandbox", "Sandbox", "create_sandbox"]

@@ -18,6 +18,16 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class FileEntry:
+    """One entry of a sandbox's work dir, relative to it."""
+
+    path: str
+    kind: Literal["file", "dir", "symlink"]
+    size: int
+    mode: int  # permission bits only
+
+
+@dataclass(frozen=True)
 class ExecResult:
     """The result of one job. Output beyond the cap is dropped and flagged."""
 
@@ -51,6 +61,8 @@ class Sandbox(Protocol):
     def write_file(self, path: str, data: bytes) -> None: ...
 
     def read_file(self, path: str) -> bytes: ...
+
+    def list_files(self) -> list[FileEntry]: ...
 
     def reset(self) -> None: ...
 

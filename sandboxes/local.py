@@ -15,13 +15,14 @@ import resource
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from gymhub.errors import SandboxError
-from gymhub.sandboxes.base import ExecResult, Limits
+from gymhub.sandboxes.base import ExecResult, FileEntry, Limits
 
 _BASE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -58,6 +59,17 @@ class LocalSandbox:
 
     def read_file(self, path: str) -> bytes:
         return self._resolve(path).read_bytes()
+
+    def list_files(self) -> list[FileEntry]:
+        """Every entry below the work dir, sorted by path; symlinks are not followed."""
+        entries = []
+        for path in sorted(self.workdir.rglob("*")):
+            info = path.lstat()
+            kind = "symlink" if path.is_symlink() else "dir" if path.is_dir() else "file"
+            entries.append(
+                FileEntry(str(path.relative_to(self.workdir)), kind, info.st_size, stat.S_IMODE(info.st_mode))
+            )
+        return entries
 
     def reset(self) -> None:
         """Back to the pristine (empty) work dir."""

@@ -147,7 +147,7 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_duplicates_nothing(store_
         time.sleep(0.2)
         try:
             stored = _count(store_url, "killme")[0]
-        except Exception:
+        except Exception:  # the tables may not exist yet
             continue
         if stored >= 10:
             break

@@ -108,7 +108,7 @@ def main():
     try:
         exec(compile(request["source"], "solution.py", "exec"), namespace)
         function = namespace[request["entry_point"]]
-    except BaseException as exc:
+    except BaseException as exc:  # anything the candidate raises, even SystemExit, is a failure
         write(channel, {"load_error": type(exc).__name__})
         return
     for index, args in enumerate(inputs):
@@ -116,7 +116,7 @@ def main():
             value = function(*args)  # each input is a fresh object: nothing to copy
             record = {"i": index, "ok": True, "value": encode_value(value)}
             dumps(record)  # fail here, as this test, if the value cannot be written
-        except BaseException as exc:
+        except BaseException as exc:  # as above, for this one test
             record = {"i": index, "ok": False, "error": type(exc).__name__}
         write(channel, record)
     write(channel, {"done": True})
