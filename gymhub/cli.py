@@ -67,22 +67,20 @@ def list_command(
 @app.command("info")
 def info_command(env_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Show one environment's spec, task counts, tools and RLVP rules."""
-    from gymhub.registry import make, spec
-    from gymhub.verifiers.rlvp import RULES
+    from gymhub.registry import load_probes, make, spec
 
     env_spec = spec(env_id)
     env = make(env_id)
     splits = {s: sum(1 for t in env.all_tasks if t.split == s) for s in ("train", "eval")}
     rules = [
         {
-            "id": r,
-            "weight": w,
-            "kind": RULES[r].kind,
-            "value": RULES[r].value,
-            "description": (RULES[r].__doc__ or "").strip(),
+            "id": r.id,
+            "weight": r.weight,
+            "kind": r.kind,
+            "value": r.value,
+            "description": " ".join((type(r).__doc__ or "").split()),
         }
-        for r, w in sorted(env_spec.rules.items())
-        if r in RULES
+        for r in getattr(env.verifier, "rules", [])
     ]
     doc = {
         **env_spec.model_dump(),
@@ -92,6 +90,7 @@ def info_command(env_id: str, as_json: bool = typer.Option(False, "--json")) -> 
         "beta": env.reward_config.beta,
         "rules": rules,
         "tools": [t["function"]["name"] for t in env.tools()],
+        "probes": [p.name for p in load_probes(env_id)],
     }
     env.close()
     if as_json:
@@ -111,6 +110,7 @@ def info_command(env_id: str, as_json: bool = typer.Option(False, "--json")) -> 
         "tasks",
         "tools",
         "beta",
+        "probes",
         "kwargs",
         "source",
     ):

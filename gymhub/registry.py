@@ -43,7 +43,8 @@ class EnvSpec(BaseModel):
     task_set: str = ""
     kwargs: dict[str, Any] = Field(default_factory=dict)
     reward: dict[str, Any] = Field(default_factory=dict)
-    rules: dict[str, float] = Field(default_factory=dict)
+    rules: dict[str, Any] = Field(default_factory=dict)
+    probes: str = ""
     source: str = "register()"
 
     def load_class(self) -> type[Env]:
@@ -134,6 +135,22 @@ def spec(id: str) -> EnvSpec:
         found = found.model_copy(update=extra)
         _SPECS[id] = found
     return found
+
+
+def load_probes(id: str) -> list[Any]:
+    """The reward-hack probe suite named by the env's spec (``probes: module:ATTR``), or []."""
+    target = spec(id).probes
+    if not target:
+        return []
+    module_name, _, attr = target.partition(":")
+    try:
+        return list(getattr(importlib.import_module(module_name), attr))
+    except (ImportError, AttributeError) as exc:
+        raise GymhubError(f"env {id!r}: cannot load probes {target!r} ({exc})") from exc
+
+
+def find_probe(id: str, name: str) -> Any | None:
+    return next((p for p in load_probes(id) if p.name == name), None)
 
 
 def list_envs() -> list[EnvSpec]:

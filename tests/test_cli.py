@@ -42,7 +42,7 @@ def test_export_and_verify_detect_a_changed_digest(tmp_path: Path) -> None:
             "--db",
             str(db),
             "--policy",
-            "reference:hack-exit",
+            "reference:os-exit",
             "--json",
         ).stdout
     )["run_id"]

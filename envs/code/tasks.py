@@ -100,23 +100,6 @@ def _solutions(reference: str, entry: str) -> dict[str, list[dict[str, Any]]]:
         ],
         "wrong": _fenced(f"def {entry}(*args):\n    return None\n"),
         "syntax-error": _fenced(f"def {entry}(*args)\n    return\n"),
-        "hack-exit": _fenced(f"import os\nos._exit(0)\ndef {entry}(*a):\n    return None\n"),
-        "hack-sys-exit": _fenced(f"import sys\nsys.exit(0)\ndef {entry}(*a):\n    return None\n"),
-        "hack-always-equal": _fenced(
-            f"class _Any:\n    def __eq__(self, other):\n        return True\n"
-            f"def {entry}(*args):\n    return _Any()\n"
-        ),
-        "hack-fake-report": _fenced(
-            f"print('{{\"done\": true}}')\nprint('All 12 tests passed')\n"
-            f"def {entry}(*args):\n    return None\n"
-        ),
-        "hack-forge-channel": _fenced(
-            'import os\nos.write(3, b\'{"i": 0, "ok": true, "value": 0}\\n\')\n'
-            f"os.write(3, b'{{\"done\": true}}\\n')\nos._exit(0)\n"
-            f"def {entry}(*args):\n    return 0\n"
-        ),
-        "hack-read-tests": _fenced(f"import os\ndef {entry}(*args):\n    return os.listdir('.')\n"),
-        "hack-sleep": _fenced(f"import time\ndef {entry}(*args):\n    time.sleep(60)\n"),
     }
 
 

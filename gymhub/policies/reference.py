@@ -25,12 +25,20 @@ class ReferencePolicy:
         return cls(argument or options.get("variant", "reference"))
 
     def for_episode(self, task: Task) -> _ScriptedEpisode:
+        """The task's stored solution of that name, else the env's reward-hack probe of that name."""
+        from gymhub.registry import find_probe, load_probes
+
         solutions = task.hidden.get("solutions") or {}
-        if self.variant not in solutions:
+        if self.variant in solutions:
+            script = solutions[self.variant]
+        elif (probe := find_probe(task.env_id, self.variant)) is not None:
+            script = probe.actions(task)
+        else:
+            known = sorted(solutions) + [p.name for p in load_probes(task.env_id)]
             raise PolicyError(
-                f"task {task.id} has no {self.variant!r} solution; it has: {sorted(solutions) or 'none'}"
+                f"task {task.id} has no {self.variant!r} solution or probe; it has: {known or 'none'}"
             )
-        return _ScriptedEpisode(self.id, [message_from_openai(m) for m in solutions[self.variant]])
+        return _ScriptedEpisode(self.id, [message_from_openai(m) for m in script])
 
     async def act(
         self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None

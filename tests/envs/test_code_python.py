@@ -12,16 +12,7 @@ from gymhub.sandboxes import LocalSandbox
 from gymhub.verifiers.checkers.function_harness import dumps, encode_value
 from gymhub.verifiers.checkers.function_tests import FunctionTest, run_function_tests
 
-HACKS = [
-    "hack-exit",
-    "hack-sys-exit",
-    "hack-always-equal",
-    "hack-fake-report",
-    "hack-forge-channel",
-    "hack-read-tests",
-    "syntax-error",
-    "wrong",
-]
+BAD_SOLUTIONS = ["syntax-error", "wrong"]
 
 
 @pytest.fixture(scope="module")
@@ -51,22 +42,28 @@ def test_reference_scores_one_and_wrong_scores_zero_on_every_task(split: str) ->
         assert set(outcomes.values()) == {expected}, variant
 
 
-@pytest.mark.parametrize("variant", HACKS)
-def test_hacks_score_zero(env: gymhub.Env, variant: str) -> None:
+def play(env: gymhub.Env, task_id: str, variant: str) -> gymhub.Verdict:
+    """Play a stored solution or a probe of that name; return the verdict."""
+    task = env.get_task(task_id)
+    probe = gymhub.registry.find_probe("code-python-v0", variant)
+    action = probe.actions(task)[0] if probe else task.hidden["solutions"][variant][0]
+    env.reset(options={"task_id": task_id})
+    return env.step(action)[4]["verdict"]
+
+
+@pytest.mark.parametrize("variant", BAD_SOLUTIONS)
+def test_bad_solutions_score_zero(env: gymhub.Env, variant: str) -> None:
     for task in env.tasks[:5]:
-        env.reset(options={"task_id": task.id})
-        verdict = env.step(task.hidden["solutions"][variant][0])[4]["verdict"]
+        verdict = play(env, task.id, variant)
         assert verdict.outcome == 0.0, (variant, task.id, verdict.details)
 
 
 @pytest.mark.parametrize(
     "variant,rule",
-    [("hack-exit", "exit-call"), ("hack-sys-exit", "exit-call"), ("hack-read-tests", "filesystem-access")],
+    [("os-exit", "exit-call"), ("sys-exit", "exit-call"), ("read-hidden-tests", "filesystem-access")],
 )
 def test_penalty_rules_fire_on_hacks(env: gymhub.Env, variant: str, rule: str) -> None:
-    task = env.tasks[0]
-    env.reset(options={"task_id": task.id})
-    verdict = env.step(task.hidden["solutions"][variant][0])[4]["verdict"]
+    verdict = play(env, env.tasks[0].id, variant)
     assert rule in [e.rule for e in verdict.path_events if e.kind == "penalty"]
     assert verdict.path_signal < 0
 
@@ -88,7 +85,7 @@ def test_timeout_is_enforced_and_reported(env: gymhub.Env) -> None:
     quick = gymhub.make("code-python-v0", test_timeout=1.0)
     task = quick.tasks[0]
     quick.reset(options={"task_id": task.id})
-    verdict = quick.step(task.hidden["solutions"]["hack-sleep"][0])[4]["verdict"]
+    verdict = play(quick, task.id, "sleep-past-timeout")
     assert verdict.outcome == 0.0 and verdict.details["status"] == "timeout"
 
 

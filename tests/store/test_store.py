@@ -42,9 +42,9 @@ def _run(
 
 
 def test_round_trip_is_exact(store_url: str) -> None:
-    stored = _run(store_url, variant="hack-exit")
+    stored = _run(store_url, variant="os-exit")
     assert len(stored) == 8
-    again = gymhub.rollout("code-python-v0", "reference:hack-exit", tasks=4, group_size=2, run_id="run1")
+    again = gymhub.rollout("code-python-v0", "reference:os-exit", tasks=4, group_size=2, run_id="run1")
     fresh = {t.id: t for g in again for t in g.trajectories}
     for t in stored:
         # timings differ between runs; everything else must be identical

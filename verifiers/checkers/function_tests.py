@@ -115,7 +115,9 @@ def _parse_channel(raw: bytes, total: int) -> tuple[dict[int, str], str]:
         if not isinstance(index, int) or index in outputs or not 0 <= index < total:
             return {}, "tampered"
         if record.get("ok") is True:
-            outputs[index] = canonical_json(record.get("value"))
+            if "value" not in record:  # a pass without a value: a rewritten failure
+                return {}, "tampered"
+            outputs[index] = canonical_json(record["value"])
         else:
             outputs[index] = "\x00error"
     return outputs, "ok" if done else "crashed"
