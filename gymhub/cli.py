@@ -350,6 +350,56 @@ def verify_command(
         raise typer.Exit(1)
 
 
+@app.command("rlvp-report")
+def rlvp_report_command(
+    runs: list[str] = typer.Argument(..., help="One or more run ids."),
+    db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Does the path signal separate rollouts where the outcome does not? Per env."""
+    from gymhub.registry import load_part
+    from gymhub.store import open_store
+
+    store = open_store(db)
+    trajectories = []
+    for run in runs:
+        store.get_run(run)
+        trajectories += store.load_trajectories(run)
+    store.close()
+    report = load_part("gymhub.verifiers.reachability:reachability_report")(trajectories)
+    if as_json:
+        _emit_json(report)
+        return
+    table = Table(
+        "env",
+        "trajectories",
+        "groups",
+        "zero-variance groups",
+        "recovered by Φ",
+        "corr(Φ, O)",
+        "mean O",
+        "mean Φ",
+        title="RLVP reachability",
+    )
+    for env_id, r in report.items():
+        table.add_row(
+            env_id,
+            str(r["trajectories"]),
+            str(r["groups"]),
+            _fmt(r["zero_variance_groups"]),
+            _fmt(r["recovered"]),
+            _fmt(r["corr_phi_outcome"]),
+            _fmt(r["mean_outcome"]),
+            _fmt(r["mean_path_signal"]),
+        )
+    out.print(table)
+    rules = Table("env", "rule", "firing rate", title="rule firing rates")
+    for env_id, r in report.items():
+        for rule, rate in r["rule_rates"].items():
+            rules.add_row(env_id, rule, _fmt(rate))
+    out.print(rules)
+
+
 @app.command("export")
 def export_command(
     run: str = typer.Argument(..., help="Run id."),

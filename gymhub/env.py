@@ -103,6 +103,7 @@ class Env(gymnasium.Env[str, Any]):
     max_action_bytes: ClassVar[int] = 1_000_000
     max_observation_chars: ClassVar[int] = 100_000
     system_prompt: ClassVar[str | None] = None
+    verify_timeout_s: ClassVar[float] = 300.0  # past this a verifier's verdict is "errored"
 
     def __init__(
         self,
@@ -295,14 +296,22 @@ class Env(gymnasium.Env[str, Any]):
         trajectory = self.episode_trajectory
         try:
             state = await self.final_state()
-            return await asyncio.to_thread(self.verifier.verify, ep.task, state, trajectory)
+            return await asyncio.wait_for(
+                asyncio.to_thread(self.verifier.verify, ep.task, state, trajectory), self.verify_timeout_s
+            )
+        except asyncio.TimeoutError:  # the worker thread finishes on its own; its verdict is dropped
+            return self._errored_verdict(
+                ep, trajectory, f"verifier timed out after {self.verify_timeout_s:g} s"
+            )
         except Exception as exc:  # a verifier crash is a verdict, never a lost episode
-            return Verdict(
-                outcome=0.0,
-                verifier=self.verifier.id,
-                verifier_version=self.verifier.version,
-                error=f"{type(exc).__name__}: {exc}"[:2000],
-            ).with_digest(ep.task.id, None, trajectory)
+            return self._errored_verdict(ep, trajectory, f"{type(exc).__name__}: {exc}"[:2000])
+
+    def _errored_verdict(self, ep: _Episode, trajectory: Trajectory, reason: str) -> Verdict:
+        """Outcome 0, no path credit, and the reason."""
+        verdict = Verdict(
+            outcome=0.0, verifier=self.verifier.id, verifier_version=self.verifier.version, error=reason
+        )
+        return verdict.with_digest(ep.task.id, None, trajectory)
 
     def _check_tool_calls(self, message: Message) -> EnvReply | None:
         """Error tool results for unknown tools or malformed arguments; None if all are fine."""

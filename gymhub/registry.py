@@ -48,15 +48,10 @@ class EnvSpec(BaseModel):
     source: str = "register()"
 
     def load_class(self) -> type[Env]:
-        module_name, _, attr = self.entry_point.partition(":")
         try:
-            obj = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise GymhubError(
-                f"env {self.id!r}: cannot load entry point {self.entry_point!r} "
-                f"({exc}); is its package installed?"
-            ) from exc
-        return obj
+            return load_part(self.entry_point)
+        except GymhubError as exc:
+            raise GymhubError(f"env {self.id!r}: {exc}") from exc
 
 
 _SPECS: dict[str, EnvSpec] = {}
@@ -137,16 +132,19 @@ def spec(id: str) -> EnvSpec:
     return found
 
 
+def load_part(target: str) -> Any:
+    """Import ``"module:attr"`` — how core reaches a part without importing it by name."""
+    module_name, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise GymhubError(f"cannot load {target!r} ({exc}); is the part installed?") from exc
+
+
 def load_probes(id: str) -> list[Any]:
     """The reward-hack probe suite named by the env's spec (``probes: module:ATTR``), or []."""
     target = spec(id).probes
-    if not target:
-        return []
-    module_name, _, attr = target.partition(":")
-    try:
-        return list(getattr(importlib.import_module(module_name), attr))
-    except (ImportError, AttributeError) as exc:
-        raise GymhubError(f"env {id!r}: cannot load probes {target!r} ({exc})") from exc
+    return list(load_part(target)) if target else []
 
 
 def find_probe(id: str, name: str) -> Any | None:

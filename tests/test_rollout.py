@@ -131,3 +131,28 @@ def test_a_verifier_crash_is_an_errored_verdict_with_no_credit() -> None:
     assert group.trajectories[0].status == "ok"
     assert verdict.errored and verdict.error == "ValueError: corrupt state"
     assert verdict.outcome == 0.0 and verdict.path_signal == 0.0 and verdict.digest
+
+
+class _HangingVerifier(LettersVerifier):
+    def check(self, task: Task, final_state: dict) -> tuple[float, dict]:
+        import time
+
+        time.sleep(3)
+        return 1.0, {}
+
+
+class _HangingVerifierEnv(LettersEnv):
+    verify_timeout_s = 0.3
+
+    def make_verifier(self) -> _HangingVerifier:
+        return _HangingVerifier(self.rules)
+
+
+def test_a_hanging_verifier_times_out_into_an_errored_verdict() -> None:
+    gymhub.register("hanging-test-v0", "test_rollout:_HangingVerifierEnv", replace=True)
+    try:
+        [group] = gymhub.rollout("hanging-test-v0", "reference", tasks=1)
+    finally:
+        gymhub.unregister("hanging-test-v0")
+    verdict = group.trajectories[0].verdict
+    assert verdict.error == "verifier timed out after 0.3 s" and verdict.outcome == 0.0
