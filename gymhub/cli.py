@@ -400,6 +400,75 @@ def rlvp_report_command(
     out.print(rules)
 
 
+bench_app = typer.Typer(help="Benchmarks.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("verifiers")
+def bench_verifiers_command(
+    env_ids: list[str] = typer.Argument(None, help="Envs to benchmark (default: all)."),
+    tasks: int = typer.Option(20, help="Tasks per env."),
+    repeats: int = typer.Option(3, help="Timed verifications per labelled trajectory."),
+    mutants: int = typer.Option(3, help="Mutants of each reference solution."),
+    out_dir: str = typer.Option("out/bench", "--out", help="Where the JSON and PNG go."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Verifier speed, determinism, precision/recall against labels, and hack resistance."""
+    from pathlib import Path
+
+    from gymhub.registry import list_envs, load_part
+
+    bench_env = load_part("gymhub.verifiers.bench:bench_env")
+    chosen = env_ids or [s.id for s in list_envs()]
+    results = []
+    for env_id in chosen:
+        if not as_json:
+            err.print(f"benchmarking the verifier of {env_id} ...")
+        results.append(bench_env(env_id, tasks=tasks, repeats=repeats, mutants_per_task=mutants))
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "verifier_bench.json").write_text(json.dumps(results, indent=2))
+    load_part("gymhub.verifiers.bench:plot")(results, str(folder / "verifier_bench.png"))
+    if as_json:
+        _emit_json([{k: v for k, v in r.items() if k != "latencies_ms"} for r in results])
+        return
+    table = Table(
+        "env",
+        "cases",
+        "verif/s (1 thr)",
+        "verif/s (2 thr)",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "determinism",
+        "precision",
+        "recall",
+        "hack resistance",
+        title="verifier benchmark",
+    )
+    for r in results:
+        table.add_row(
+            r["env_id"],
+            str(r["cases"]),
+            _fmt(r["verifications_per_s"]["1 thread"]),
+            _fmt(r["verifications_per_s"]["2 threads"]),
+            _fmt(r["latency_ms"]["p50"]),
+            _fmt(r["latency_ms"]["p95"]),
+            _fmt(r["latency_ms"]["p99"]),
+            _fmt(r["determinism_rate"]),
+            _fmt(r["precision"]),
+            _fmt(r["recall"]),
+            _fmt(r["hack_resistance"]),
+        )
+    out.print(table)
+    for r in results:
+        for name in r["false_positives"]:
+            out.print(f"[red]false positive[/red] {r['env_id']} {name}")
+        for name in r["false_negatives"]:
+            out.print(f"[red]false negative[/red] {r['env_id']} {name}")
+    err.print(f"wrote {folder / 'verifier_bench.json'} and {folder / 'verifier_bench.png'}")
+
+
 @app.command("export")
 def export_command(
     run: str = typer.Argument(..., help="Run id."),
