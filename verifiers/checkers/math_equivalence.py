@@ -8,6 +8,7 @@ with its own deadline; a worker that overruns is killed and replaced.
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures as cf
 import multiprocessing
 import threading
@@ -30,6 +31,7 @@ def _pool() -> cf.ProcessPoolExecutor:
     global _POOL
     if _POOL is None:
         _POOL = cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        atexit.register(shutdown)  # before the interpreter tears down what the pool's thread needs
     return _POOL
 
 
@@ -62,8 +64,12 @@ def math_equivalent(answer: str, gold: str, *, timeout: int = 5) -> bool:
 
 
 def shutdown() -> None:
+    """Close the worker gracefully (nothing is in flight: every check waits for its result)."""
+    global _POOL
     with _LOCK:
-        _discard_pool()
+        pool, _POOL = _POOL, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 __all__ = ["math_equivalent", "shutdown"]
