@@ -324,11 +324,15 @@ class RewardConfig(_Frozen):
             return []
         if self.normalization == "none":
             return list(xs)
-        mean = sum(xs) / len(xs)
         if all(x == xs[0] for x in xs):
             return [0.0] * len(xs)
         if self.normalization == "zscore":
-            std = math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs))
+            # A z-score is scale-invariant: rescale huge values so squaring cannot overflow.
+            scale = max(abs(x) for x in xs)
+            if scale > 1e100:
+                xs = [x / scale for x in xs]
+            mean = math.fsum(xs) / len(xs)
+            std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / len(xs))
             return [(x - mean) / (std + self.eps) for x in xs]
         # rank: average rank for ties, mapped linearly onto [-1, 1]
         order = sorted(range(len(xs)), key=lambda i: xs[i])

@@ -74,3 +74,20 @@ def test_errors_are_clear_and_exit_2(tmp_path: Path) -> None:
     garbage = tmp_path / "g.jsonl"
     garbage.write_text("{not json\n")
     assert "cannot read" in run("verify", str(garbage), check=False).stderr
+
+
+def test_verify_reports_a_corrupt_trajectory_and_goes_on(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    run_id = json.loads(run("rollout", "toy-letters-v0", "--tasks", "2", "--db", str(db), "--json").stdout)[
+        "run_id"
+    ]
+    out = tmp_path / "t.jsonl"
+    run("export", run_id, "--out", str(out), "--db", str(db))
+    lines = out.read_text().splitlines()
+    record = json.loads(lines[0])
+    record["task_id"] = "not-a-task"
+    out.write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    result = run("verify", str(out), "--json", check=False)
+    report = json.loads(result.stdout)
+    assert result.returncode == 1 and report["checked"] == 2 and report["changed"] == 1
+    assert "UnknownTask" in report["mismatches"][0]["error"]

@@ -196,3 +196,17 @@ def test_combine_rank_and_clip() -> None:
     clipped = RewardConfig(beta=1.0, clip=0.5, eps=0.0)
     _, adv = clipped.combine([_v(1.0, 1.0), _v(0.0, 0.0)])
     assert adv == [0.5, -0.5]
+
+
+def test_combine_all_pass_group_is_carried_by_path_signal() -> None:
+    cfg = RewardConfig(beta=0.5, eps=0.0)
+    # all outcomes 1; Φ = [0.5, 0, 0.5, 0] -> mean .25, std .25 -> norm Φ = [1, -1, 1, -1]
+    rewards, adv = cfg.combine([_v(1.0, 0.5), _v(1.0, 0.0), _v(1.0, 0.5), _v(1.0, 0.0)])
+    assert rewards == [1.25, 1.0, 1.25, 1.0]
+    assert adv == pytest.approx([0.5, -0.5, 0.5, -0.5])
+
+
+def test_combine_survives_extreme_values() -> None:
+    _, adv = RewardConfig(beta=1.0).combine([_v(0.0, 1e300), _v(0.0, -1e300), _v(1.0, 0.0)])
+    # Φ rescaled to [1, -1, 0]: z = [1.2247, -1.2247, 0]; O = [0, 0, 1]: z = [-0.7071, -0.7071, 1.4142]
+    assert adv == pytest.approx([1.224745 - 0.707107, -1.224745 - 0.707107, 1.414214], abs=1e-5)
