@@ -14,6 +14,7 @@ class Limits:
     memory_mb: int = 1024
     file_size_mb: int = 16
     open_files: int = 64
+    processes: int = 64  # per job uid (RLIMIT_NPROC): a fork bomb stops here
     max_output_bytes: int = 1_000_000
 
 
@@ -46,24 +47,33 @@ class ExecResult:
 
 
 class Sandbox(Protocol):
-    """A place to run untrusted jobs. ``run`` is the sync form of ``exec``."""
+    """A place to run untrusted jobs. Every backend implements this (sync; ``a``-twins async)."""
+
+    backend: str
 
     def run(
         self,
-        argv: list[str],
+        argv: list[str] | None = None,
         *,
+        script: str | None = None,
         stdin: bytes = b"",
         timeout: float = 10.0,
         env: dict[str, str] | None = None,
         side_channel: bool = False,
     ) -> ExecResult: ...
 
-    def write_file(self, path: str, data: bytes) -> None: ...
+    def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None: ...
 
-    def read_file(self, path: str) -> bytes: ...
+    def read_file(self, path: str, max_bytes: int = ...) -> bytes: ...
 
     def list_files(self) -> list[FileEntry]: ...
 
+    def snapshot(self) -> str: ...
+
+    def restore(self, snapshot_id: str) -> None: ...
+
     def reset(self) -> None: ...
+
+    def alive(self) -> bool: ...
 
     def close(self) -> None: ...

@@ -103,8 +103,7 @@ def test_database_assertions(database: str) -> None:
 def test_filesystem_assertions() -> None:
     with LocalSandbox() as box:
         box.write_file("out/report.txt", b"total: 42\n")
-        box.write_file("run.sh", b"#!/bin/sh\necho hi\n")
-        (box.workdir / "run.sh").chmod(0o755)
+        box.write_file("run.sh", b"#!/bin/sh\necho hi\n", mode=0o755)
         report = check_files(
             box,
             [

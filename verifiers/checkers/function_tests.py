@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import marshal
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +71,7 @@ def run_function_tests(
     sandbox = create_sandbox(backend, limits=limits)
     try:
         result = sandbox.run(
-            [sys.executable, "-I", "-S", "-c", _HARNESS],
+            script=_HARNESS,
             stdin=marshal.dumps(request),
             timeout=timeout,
             side_channel=True,
