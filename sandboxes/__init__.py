@@ -6,12 +6,19 @@ Backends are looked up by name in :data:`BACKENDS`, never through if-chains.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from gymhub.sandboxes.base import ExecResult, FileEntry, Limits, Sandbox
+from gymhub.sandboxes.bwrap import BwrapSandbox
 from gymhub.sandboxes.local import LocalSandbox
 
-BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox}
+# name -> class; "docker" loads lazily (the docker SDK is an extra)
+BACKENDS: dict[str, Any] = {
+    "local": LocalSandbox,
+    "bwrap": BwrapSandbox,
+    "docker": "gymhub.sandboxes.docker_backend:DockerSandbox",
+}
 
 
 def create_sandbox(backend: str = "local", **options: Any) -> Sandbox:
@@ -22,7 +29,19 @@ def create_sandbox(backend: str = "local", **options: Any) -> Sandbox:
         cls = BACKENDS[backend]
     except KeyError:
         raise SandboxError(f"unknown sandbox backend {backend!r}; known: {sorted(BACKENDS)}") from None
-    return cls(**options)
+    if isinstance(cls, str):
+        module_name, _, attr = cls.partition(":")
+        cls = getattr(importlib.import_module(module_name), attr)
+    return cls(**options)  # type: ignore[no-any-return]
 
 
-__all__ = ["BACKENDS", "ExecResult", "FileEntry", "Limits", "LocalSandbox", "Sandbox", "create_sandbox"]
+__all__ = [
+    "BACKENDS",
+    "BwrapSandbox",
+    "ExecResult",
+    "FileEntry",
+    "Limits",
+    "LocalSandbox",
+    "Sandbox",
+    "create_sandbox",
+]

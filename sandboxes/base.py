@@ -60,6 +60,7 @@ class Sandbox(Protocol):
         timeout: float = 10.0,
         env: dict[str, str] | None = None,
         side_channel: bool = False,
+        limits: Limits | None = None,
     ) -> ExecResult: ...
 
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None: ...

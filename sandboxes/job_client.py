@@ -129,11 +129,15 @@ class JobServerSandbox:
         timeout: float = 10.0,
         env: dict[str, str] | None = None,
         side_channel: bool = False,
+        limits: Limits | None = None,
     ) -> ExecResult:
-        """Run ``argv`` (a program) or ``script`` (Python source, in the pre-started interpreter)."""
+        """Run ``argv`` (a program) or ``script`` (Python source, in the pre-started interpreter).
+
+        ``limits`` overrides the sandbox's limits for this job only.
+        """
         if (argv is None) == (script is None):
             raise ValueError("give exactly one of argv or script")
-        limits = self.limits
+        limits = limits or self.limits
         reply = self._call(
             {
                 "op": "exec",

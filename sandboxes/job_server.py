@@ -35,8 +35,14 @@ MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
 
 
+_LIBC = []
+PR_SET_CHILD_SUBREAPER = 36
+
+
 def _libc():
-    return ctypes.CDLL(None, use_errno=True)
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 def _check(result, what):
@@ -100,6 +106,7 @@ class Server:
         self.job_uid, self.job_gid = job_uid, job_gid
         self.drop = os.getuid() == 0 and job_uid is not None
         self.snapshots = {}
+        self.reap_pending = False
         os.makedirs(self.workdir, exist_ok=True)
         if self.drop:
             os.chown(self.workdir, job_uid, job_gid)
@@ -242,7 +249,10 @@ class Server:
             cap,
         )
         _, status = os.waitpid(pid, 0)
-        self._reap()
+        if killed_by:
+            self._reap()  # orphans of a killed job die before the caller hears of it
+        else:
+            self.reap_pending = True  # done right after the reply, before the next request
         code = os.waitstatus_to_exitcode(status)
         if killed_by is None and code == -signal.SIGXCPU:
             killed_by = "timeout"
@@ -454,11 +464,15 @@ def serve(server, sock_path):
                     _send(conn, {"ok": True, **result})
                 except Exception as exc:
                     _send(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+                if server.reap_pending:
+                    server.reap_pending = False
+                    server._reap()
 
 
 def main(argv):
     args = dict(zip(argv[0::2], argv[1::2], strict=True))
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans come back to us to be reaped
     workdir = args["--workdir"]
     if args.get("--isolate") == "1":
         stash = os.path.join(os.path.dirname(args["--socket"]), "interpreter")

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gymhub.sandboxes import Limits, create_sandbox
+from gymhub.sandboxes import Limits
+from gymhub.sandboxes.warm_pool import shared_pool
 from gymhub.types import canonical_json
 from gymhub.verifiers.checkers.function_harness import encode_value
 
@@ -68,16 +69,10 @@ def run_function_tests(
         "inputs": [t.args for t in tests],
         "limits": {"memory_mb": limits.memory_mb},
     }
-    sandbox = create_sandbox(backend, limits=limits)
-    try:
+    with shared_pool(backend).sandbox() as sandbox:  # pristine: reset after every use
         result = sandbox.run(
-            script=_HARNESS,
-            stdin=marshal.dumps(request),
-            timeout=timeout,
-            side_channel=True,
+            script=_HARNESS, stdin=marshal.dumps(request), timeout=timeout, side_channel=True, limits=limits
         )
-    finally:
-        sandbox.close()
     outputs, status = _parse_channel(result.channel, total)
     if status == "crashed" and result.timed_out:
         status = "timeout"
