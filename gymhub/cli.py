@@ -469,6 +469,39 @@ def bench_verifiers_command(
     err.print(f"wrote {folder / 'verifier_bench.json'} and {folder / 'verifier_bench.png'}")
 
 
+sandbox_app = typer.Typer(help="Sandbox backends.", no_args_is_help=True)
+app.add_typer(sandbox_app, name="sandbox")
+
+
+@sandbox_app.command("build-image")
+def build_image_command(
+    tag: str = typer.Option("gymhub-sandbox:bookworm", help="Image tag."),
+    mirror: str | None = typer.Option(None, help="Debian mirror (default: the one apt uses)."),
+    force: bool = typer.Option(False, help="Rebuild even if the recipe is unchanged."),
+) -> None:
+    """Build the docker backend's default image locally (debootstrap + docker import)."""
+    from gymhub.registry import load_part
+
+    err.print("building the sandbox image (about 90 s) ...")
+    out.print(load_part("gymhub.sandboxes.image_build:build_image")(tag, mirror=mirror, force=force))
+
+
+@sandbox_app.command("check")
+def sandbox_check_command() -> None:
+    """Which sandbox backends work on this machine, and why not where they do not."""
+    from gymhub.registry import load_part
+
+    table = Table("backend", "status")
+    for name, target in (
+        ("local", None),
+        ("bwrap", "gymhub.sandboxes.bwrap:bwrap_available"),
+        ("docker", "gymhub.sandboxes.docker_backend:docker_available"),
+    ):
+        reason = load_part(target)() if target else None
+        table.add_row(name, "ok" if reason is None else f"unavailable: {reason}")
+    out.print(table)
+
+
 @app.command("export")
 def export_command(
     run: str = typer.Argument(..., help="Run id."),

@@ -34,6 +34,25 @@ def bwrap_available() -> str | None:
     return None
 
 
+HIDDEN = ("/tmp", "/root", "/home", "/run")
+
+
+def _traversable_parents(prefix: str) -> list[str]:
+    """bwrap makes missing parents of a bind target mode 0700, which the job uid cannot cross
+    (a pyenv Python under /root): create them 0755 first."""
+    parents = []
+    folder = os.path.dirname(prefix)
+    while folder not in ("/", "", *HIDDEN):
+        parents.append(folder)
+        folder = os.path.dirname(folder)
+    if folder not in HIDDEN:
+        return []  # not under a hidden folder: its parents are the host's own
+    args: list[str] = []
+    for parent in reversed(parents):
+        args += ["--perms", "0755", "--dir", parent]
+    return args
+
+
 class BwrapSandbox(JobServerSandbox):
     backend = "bwrap"
 
@@ -47,44 +66,14 @@ class BwrapSandbox(JobServerSandbox):
     def _launch(self) -> None:
         python, prefix = python_for_sandbox()
         self.job_uid = next_job_uid()
-        argv = [
-            "bwrap",
-            "--unshare-ipc",
-            "--unshare-pid",
-            "--unshare-net",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--die-with-parent",
-            "--new-session",
-            "--ro-bind",
-            "/",
-            "/",
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--tmpfs",
-            "/tmp",
-            "--tmpfs",
-            "/root",
-            "--tmpfs",
-            "/home",
-            "--tmpfs",
-            "/run",
-            "--ro-bind",
-            prefix,
-            prefix,
-            "--size",
-            str(self.tmpfs_mb * 1024 * 1024),
-            "--tmpfs",
-            WORKDIR,
-            "--bind",
-            str(self.ipc_dir),
-            IPC_DIR,
-            "--ro-bind",
-            str(SERVER_SOURCE),
-            "/tmp/.gymhub-job-server.py",
-        ]
+        argv = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+                "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                *[arg for hidden in HIDDEN for arg in ("--tmpfs", hidden)],
+                *_traversable_parents(prefix), "--ro-bind", prefix, prefix,
+                "--size", str(self.tmpfs_mb * 1024 * 1024), "--tmpfs", WORKDIR,
+                "--bind", str(self.ipc_dir), IPC_DIR,
+                "--ro-bind", str(SERVER_SOURCE), "/tmp/.gymhub-job-server.py"]  # fmt: skip
         for cap in SERVER_CAPS:
             argv += ["--cap-add", cap]
         argv += [
