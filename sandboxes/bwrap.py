@@ -18,7 +18,14 @@ import subprocess
 
 from gymhub.errors import SandboxError
 from gymhub.sandboxes.base import Limits
-from gymhub.sandboxes.job_client import SERVER_SOURCE, JobServerSandbox, next_job_uid, python_for_sandbox
+from gymhub.sandboxes.job_client import (
+    SERVER_ENV,
+    SERVER_SOURCE,
+    JobServerSandbox,
+    next_job_uid,
+    python_for_sandbox,
+    spawn,
+)
 
 SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 WORKDIR = "/tmp/work"
@@ -80,7 +87,7 @@ class BwrapSandbox(JobServerSandbox):
             "--chdir",
             WORKDIR,
             python,
-            "-I",
+            "-s",
             "-S",
             "/tmp/.gymhub-job-server.py",
             "--socket",
@@ -90,8 +97,8 @@ class BwrapSandbox(JobServerSandbox):
             "--job-uid",
             str(self.job_uid),
         ]
-        self._proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        self._proc = spawn(
+            argv, env=SERVER_ENV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
         self._wait_ready(self._proc, "the bwrap jail")
 

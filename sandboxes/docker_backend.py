@@ -17,7 +17,7 @@ from typing import Any
 
 from gymhub.errors import SandboxError
 from gymhub.sandboxes.base import Limits
-from gymhub.sandboxes.job_client import SERVER_SOURCE, JobServerSandbox, next_job_uid
+from gymhub.sandboxes.job_client import SERVER_ENV, SERVER_SOURCE, JobServerSandbox, next_job_uid
 
 DEFAULT_IMAGE = "gymhub-sandbox:bookworm"
 SERVER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER"]
@@ -83,7 +83,7 @@ class DockerSandbox(JobServerSandbox):
                 self.image,
                 [
                     "python3",
-                    "-I",
+                    "-s",
                     "-S",
                     "/opt/gymhub/job_server.py",
                     "--socket",
@@ -94,6 +94,7 @@ class DockerSandbox(JobServerSandbox):
                     str(self.job_uid),
                 ],
                 detach=True,
+                environment=SERVER_ENV,
                 network_mode="none",
                 init=True,
                 read_only=True,
@@ -105,7 +106,7 @@ class DockerSandbox(JobServerSandbox):
                 cap_add=SERVER_CAPS,
                 security_opt=["no-new-privileges"],
                 labels={LABEL: "1"},
-                tmpfs={"/work": f"size={self.tmpfs_mb}m,mode=0755", "/tmp": "size=64m,mode=1777"},
+                tmpfs={"/work": f"size={self.tmpfs_mb}m,mode=0755,exec", "/tmp": "size=64m,mode=1777"},
                 volumes={
                     str(self.ipc_dir): {"bind": "/run/gymhub", "mode": "rw"},
                     str(SERVER_SOURCE): {"bind": "/opt/gymhub/job_server.py", "mode": "ro"},

@@ -13,6 +13,7 @@ import base64
 import itertools
 import json
 import os
+import queue
 import shutil
 import socket
 import struct
@@ -248,10 +249,56 @@ class JobServerSandbox:
         await asyncio.to_thread(self.close)
 
 
+class _Spawner:
+    """Starts server processes from one long-lived thread.
+
+    ``bwrap --die-with-parent`` (and the local server's parent-death signal) fire when the
+    *thread* that spawned them exits. Sandboxes are often created in short-lived worker
+    threads (``asyncio.to_thread``), so they are all spawned from this thread instead, and
+    die only with the process — which is what "with its parent" should mean.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue[tuple[list[str], dict[str, Any], queue.Queue[Any]]] = queue.Queue()
+        threading.Thread(target=self._loop, name="gymhub-sandbox-spawner", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            argv, kwargs, reply = self._jobs.get()
+            try:
+                reply.put(subprocess.Popen(argv, **kwargs))
+            except Exception as exc:  # handed back to the caller
+                reply.put(exc)
+
+    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        reply: queue.Queue[Any] = queue.Queue(maxsize=1)
+        self._jobs.put((argv, kwargs, reply))
+        result = reply.get()
+        if isinstance(result, Exception):
+            raise result
+        return result  # type: ignore[no-any-return]
+
+
+_SPAWNER: list[_Spawner] = []
+_SPAWNER_LOCK = threading.Lock()
+
+
+def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    with _SPAWNER_LOCK:
+        if not _SPAWNER:
+            _SPAWNER.append(_Spawner())
+    return _SPAWNER[0].popen(argv, **kwargs)
+
+
 def python_for_sandbox() -> tuple[str, str]:
     """The real interpreter (not a pyenv shim or venv link) and its prefix to expose."""
     return os.path.realpath(sys.executable), sys.base_prefix
 
 
+# The server's environment: PYTHONHASHSEED=0 so forked script jobs hash deterministically (``-I``
+# would ignore it, so the server runs with ``-s -S`` and this clean environment instead).
+SERVER_ENV = {"PATH": BASE_ENV["PATH"], "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+
+
 def server_command(python: str, socket_path: str, workdir: str, *extra: str) -> list[str]:
-    return [python, "-I", "-S", str(SERVER_SOURCE), "--socket", socket_path, "--workdir", workdir, *extra]
+    return [python, "-s", "-S", str(SERVER_SOURCE), "--socket", socket_path, "--workdir", workdir, *extra]

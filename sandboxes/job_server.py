@@ -37,6 +37,7 @@ PR_SET_NO_NEW_PRIVS = 38
 
 _LIBC = []
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 
 
 def _libc():
@@ -470,9 +471,14 @@ def serve(server, sock_path):
 
 
 def main(argv):
+    # Started with -s -S (not -I, which would ignore PYTHONHASHSEED): drop our own folder from
+    # the path, as -I would, so a job's imports never resolve to files beside this server.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if p not in ("", here)]
     args = dict(zip(argv[0::2], argv[1::2], strict=True))
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans come back to us to be reaped
+    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the host process died: so do we
     workdir = args["--workdir"]
     if args.get("--isolate") == "1":
         stash = os.path.join(os.path.dirname(args["--socket"]), "interpreter")

@@ -13,11 +13,19 @@ cannot switch uid or namespaces, and says so in :attr:`isolation`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 
 from gymhub.sandboxes.base import Limits
-from gymhub.sandboxes.job_client import JobServerSandbox, next_job_uid, python_for_sandbox, server_command
+from gymhub.sandboxes.job_client import (
+    SERVER_ENV,
+    JobServerSandbox,
+    next_job_uid,
+    python_for_sandbox,
+    server_command,
+    spawn,
+)
 
 
 class LocalSandbox(JobServerSandbox):
@@ -30,14 +38,16 @@ class LocalSandbox(JobServerSandbox):
 
     def _launch(self) -> None:
         python, _ = python_for_sandbox()
-        workdir = self.ipc_dir / "work"
-        workdir.mkdir()
+        workdir = self.ipc_dir.with_name(self.ipc_dir.name + "-work")  # 0755: jobs must traverse it
+        workdir.mkdir(mode=0o755)
+        self.workdir_mountpoint = workdir
         extra: list[str] = []
         if os.geteuid() == 0:
             self.job_uid = next_job_uid()
             extra = ["--isolate", "1", "--tmpfs-mb", str(self.tmpfs_mb), "--job-uid", str(self.job_uid)]
-        self._proc = subprocess.Popen(
+        self._proc = spawn(
             server_command(python, str(self.ipc_dir / "sock"), str(workdir), *extra),
+            env=SERVER_ENV,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -45,6 +55,10 @@ class LocalSandbox(JobServerSandbox):
         self._wait_ready(self._proc, "the local job server")
 
     def _stop(self) -> None:
+        mountpoint = getattr(self, "workdir_mountpoint", None)
+        if mountpoint is not None:
+            with contextlib.suppress(OSError):
+                mountpoint.rmdir()  # the tmpfs lived in the server's namespace: this is empty
         if self._proc is not None:
             try:
                 self._proc.wait(timeout=5)
