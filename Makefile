@@ -1,7 +1,8 @@
 # The two commands of the README, for a fresh machine:
 #   make run   - virtual env + install + a scored rollout of every registered env (reference
 #                policy) into a SQLite file, printing the summary
-#   make test  - virtual env + dev install + PostgreSQL for the store tests + ruff, mypy, pytest
+#   make test  - virtual env + dev install + bubblewrap, Docker engine and sandbox image, PostgreSQL
+#                for the store tests + ruff, mypy, pytest
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -36,6 +37,9 @@ typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy gymhub
 
 test: lint typecheck
+	@bash scripts/start_sandbox_services.sh $(VENV)/bin/gymhub || { \
+	  if [ "$$CI" = "true" ]; then echo "the sandbox services could not be started" >&2; exit 1; fi; \
+	  echo "warning: bwrap/docker unavailable here; their sandbox tests will skip" >&2; }
 	@url=$$(bash scripts/start_postgres.sh) || { \
 	  if [ "$$CI" = "true" ]; then echo "PostgreSQL could not be started" >&2; exit 1; fi; \
 	  echo "warning: no PostgreSQL here; the PostgreSQL store tests will skip" >&2; url=""; }; \
@@ -43,6 +47,7 @@ test: lint typecheck
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/rollout_overhead.py
+	$(PY) benchmarks/sandboxes.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info $(DB) $(DB)-wal $(DB)-shm

@@ -133,6 +133,9 @@ def rollout_command(
     db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path."),
     seed: int = typer.Option(0, help="Run seed (per-episode seeds derive from it)."),
     resume: str | None = typer.Option(None, help="Continue this run id; skip what is stored."),
+    sandbox: str | None = typer.Option(
+        None, help="Sandbox backend: local | bwrap | docker (default: the spec's)."
+    ),
     run_id: str | None = typer.Option(None, "--run-id", help="Name the new run."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
 ) -> None:
@@ -161,6 +164,7 @@ def rollout_command(
                 resume,
                 run_id if len(env_ids) == 1 else None,
                 as_json,
+                sandbox,
             )
         )
     store.close()
@@ -182,6 +186,7 @@ def _rollout_one(
     resume: str | None,
     run_id: str | None,
     quiet: bool,
+    sandbox: str | None = None,
 ) -> dict[str, Any]:
     from gymhub.registry import make
     from gymhub.rollout_engine import arollout, select_tasks
@@ -198,8 +203,10 @@ def _rollout_one(
         task_list: list[Any] = run.task_ids
         rid = run.id
         skip = store.stored_keys(rid)
+        env_kwargs = dict(run.config.get("env_kwargs", {}))
     else:
-        probe = make(env_id, split=split)
+        env_kwargs = {"sandbox": sandbox} if sandbox else {}
+        probe = make(env_id, split=split, **env_kwargs)
         chosen = select_tasks(probe, tasks)
         probe.close()
         rid = run_id or uuid.uuid4().hex[:12]
@@ -211,7 +218,7 @@ def _rollout_one(
             group_size=group_size,
             seed=seed,
             tasks=chosen,
-            config={"concurrency": concurrency},
+            config={"concurrency": concurrency, "env_kwargs": env_kwargs},
         )
         task_list, skip = [t.id for t in chosen], set()
     if not quiet:
@@ -240,6 +247,7 @@ def _rollout_one(
             split=split,
             seed=seed,
             skip=skip,
+            env_kwargs=env_kwargs,
             on_trajectory=lambda _t: progress.advance(bar),
         ):
             pass

@@ -160,6 +160,10 @@ def list_envs() -> list[EnvSpec]:
 def make(id: str, **overrides: Any) -> Env:
     """Build env ``id`` from its spec; ``overrides`` replace the spec's default kwargs."""
     env_spec = spec(id)
+    if "sandbox" in overrides and env_spec.sandbox in ("none", ""):
+        raise GymhubError(
+            f"env {id!r} runs in memory, with no sandbox: a sandbox backend does not apply to it"
+        )
     cls = env_spec.load_class()
     kwargs: dict[str, Any] = {"env_id": id, "reward": env_spec.reward, "rules": env_spec.rules}
     if env_spec.sandbox not in ("none", ""):

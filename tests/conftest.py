@@ -47,18 +47,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store.db'}"
     base: str = request.getfixturevalue("postgres_url")
-    return _fresh_pg_database(base, tmp_path.name)
+    from databases import fresh_pg_database
 
-
-def _fresh_pg_database(base: str, name: str) -> str:
-    import re
-
-    from sqlalchemy import create_engine, text
-
-    db = "t_" + re.sub(r"[^a-z0-9_]", "_", name.lower())[:50]
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{db}"'))
-        conn.execute(text(f'CREATE DATABASE "{db}"'))
-    admin.dispose()
-    return base.rsplit("/", 1)[0] + "/" + db
+    return fresh_pg_database(base, tmp_path.name)

@@ -91,3 +91,19 @@ def test_verify_reports_a_corrupt_trajectory_and_goes_on(tmp_path: Path) -> None
     report = json.loads(result.stdout)
     assert result.returncode == 1 and report["checked"] == 2 and report["changed"] == 1
     assert "UnknownTask" in report["mismatches"][0]["error"]
+
+
+def test_rollout_on_another_sandbox_backend_and_resume_keeps_it(tmp_path: Path) -> None:
+    from backends import require
+
+    require("bwrap")
+    db = str(tmp_path / "s.db")
+    summary = json.loads(
+        run("rollout", "code-python-v0", "--tasks", "3", "--sandbox", "bwrap", "--db", db, "--json").stdout
+    )
+    assert summary["mean_outcome"] == 1.0
+    from gymhub.store import open_store
+
+    assert open_store(db).get_run(summary["run_id"]).config["env_kwargs"] == {"sandbox": "bwrap"}
+    refused = run("rollout", "toy-letters-v0", "--sandbox", "bwrap", "--db", db, check=False)
+    assert refused.returncode == 2 and "no sandbox" in refused.stderr

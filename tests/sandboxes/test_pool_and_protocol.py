@@ -98,7 +98,7 @@ def test_pool_is_bounded() -> None:
 
 
 def test_same_program_same_output_on_every_backend() -> None:
-    from conftest import unavailable
+    from backends import unavailable
 
     program = "import sys, json\nprint(json.dumps({'h': hash('abc'), 'x': sorted({3, 1, 2})}))\nsys.exit(3)"
     results = {}
@@ -112,7 +112,7 @@ def test_same_program_same_output_on_every_backend() -> None:
 
 
 def test_code_verdicts_are_identical_on_every_backend() -> None:
-    from conftest import unavailable
+    from backends import unavailable
 
     verdicts: dict[str, dict[tuple[str, str], str]] = {}
     for backend in ("local", "bwrap", "docker"):

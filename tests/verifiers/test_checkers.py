@@ -69,9 +69,9 @@ def database(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[n
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'app.db'}"
     else:
-        from conftest import _fresh_pg_database
+        from databases import fresh_pg_database
 
-        url = _fresh_pg_database(request.getfixturevalue("postgres_url"), tmp_path.name + "_db")
+        url = fresh_pg_database(request.getfixturevalue("postgres_url"), tmp_path.name + "_db")
     engine = create_engine(url)
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT, refund INTEGER)"))

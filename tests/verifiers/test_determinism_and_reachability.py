@@ -19,18 +19,29 @@ from gymhub.store import open_store
 from gymhub.types import PathEvent, Trajectory, Verdict
 from gymhub.verifiers.reachability import reachability_report
 
+CASES = [(s.id, None) for s in gymhub.list_envs()] + [("code-python-v0", b) for b in ("bwrap", "docker")]
 
-@pytest.mark.parametrize("env_id", [s.id for s in gymhub.list_envs()])
-def test_every_verifier_gives_byte_identical_verdicts_20_times(env_id: str, tmp_path: Path) -> None:
+
+@pytest.mark.parametrize("env_id,backend", CASES)
+def test_every_verifier_gives_byte_identical_verdicts_20_times(
+    env_id: str, backend: str | None, tmp_path: Path
+) -> None:
+    from backends import require
+
+    if backend:
+        require(backend)
+    kwargs = {"sandbox": backend} if backend else {}
     store = open_store(str(tmp_path / "d.db"))
-    env = gymhub.make(env_id)
+    env = gymhub.make(env_id, **kwargs)
     tasks = env.tasks[:3]
     variants = ["reference", "wrong", *[p.name for p in load_probes(env_id) if not p.slow][:2]]
     for variant in variants:
         store.create_run(
             variant, env_id=env_id, policy=variant, split="train", group_size=1, seed=0, tasks=tasks
         )
-        gymhub.rollout(env_id, f"reference:{variant}", tasks=tasks, store=store, run_id=variant)
+        gymhub.rollout(
+            env_id, f"reference:{variant}", tasks=tasks, store=store, run_id=variant, env_kwargs=kwargs
+        )
     stored = [t for v in variants for t in store.load_trajectories(v)]
     assert len(stored) == len(variants) * 3
 
