@@ -50,20 +50,21 @@ def test_async_twins(box: JobServerSandbox) -> None:
     assert asyncio.run(go()) == b"A"
 
 
-def _live_servers() -> int:
-    out = subprocess.run(["pgrep", "-f", "job_server.py"], capture_output=True, text=True).stdout
-    return len(out.split())
-
-
-def _live_containers() -> int:
-    out = subprocess.run(
-        ["docker", "ps", "-q", "--filter", "label=gymhub.sandbox"], capture_output=True, text=True
-    ).stdout
-    return len(out.split())
+def _gone(box: JobServerSandbox) -> bool:
+    """The sandbox's own server (process or container) and every job process are gone."""
+    if getattr(box, "container", None) is not None:
+        listed = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"id={box.container.id}"], capture_output=True, text=True
+        ).stdout
+        if listed.strip():
+            return False
+    elif box._proc is not None and box._proc.poll() is None:
+        return False
+    jobs = subprocess.run(["ps", "-o", "pid=", "-u", str(box.job_uid)], capture_output=True, text=True).stdout
+    return not jobs.split()
 
 
 def test_pool_hands_out_pristine_sandboxes_and_leaks_nothing(backend: str) -> None:
-    before = _live_servers(), _live_containers() if backend == "docker" else 0
     pool = SandboxPool(backend, size=2)
     first = pool.acquire()
     first.write_file("dirty.txt", b"x")
@@ -71,11 +72,13 @@ def test_pool_hands_out_pristine_sandboxes_and_leaks_nothing(backend: str) -> No
     pool.release(first)
     boxes = [pool.acquire(), pool.acquire()]
     assert all(b.list_files() == [] for b in boxes)
+    members = list(pool._members)
+    assert len(members) == 2
     for b in boxes:
         pool.release(b)
     pool.close()
     time.sleep(0.3)
-    assert (_live_servers(), _live_containers() if backend == "docker" else 0) == before
+    assert all(_gone(m) for m in members)  # type: ignore[arg-type]
 
 
 def test_pool_replaces_a_dead_sandbox(backend: str) -> None:
