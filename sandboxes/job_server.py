@@ -252,7 +252,7 @@ class Server:
         _, status = os.waitpid(pid, 0)
         if killed_by:
             self._reap()  # orphans of a killed job die before the caller hears of it
-        else:
+        elif _has_children():
             self.reap_pending = True  # done right after the reply, before the next request
         code = os.waitstatus_to_exitcode(status)
         if killed_by is None and code == -signal.SIGXCPU:
@@ -324,6 +324,16 @@ class Server:
                 os._exit(0)
         os.waitpid(pid, 0)
         _reap_children()
+
+
+def _has_children():
+    """Any descendant of a finished job still alive? As a child subreaper, every survivor of a
+    dead job has become our child — so no children means nothing survived (no reaper needed)."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)  # raises only if none
+        return True
+    except ChildProcessError:
+        return False
 
 
 def _reap_children():
