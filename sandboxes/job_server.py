@@ -75,6 +75,10 @@ def isolate_host_process(workdir, tmpfs_mb, stash):
     os.makedirs(workdir, exist_ok=True)
     options = f"size={tmpfs_mb}m,mode=0755".encode()
     _check(libc.mount(b"tmpfs", workdir.encode(), b"tmpfs", 0, options), "mount tmpfs")
+    # Our own /proc instance (per-mount options since Linux 5.8): jobs see only their uid's
+    # processes, so concurrent sandboxes do not see each other. The host's /proc is untouched.
+    if libc.mount(b"proc", b"/proc", b"proc", 0, b"hidepid=invisible") != 0:
+        _check(libc.mount(b"proc", b"/proc", b"proc", 0, b"hidepid=2"), "mount /proc with hidepid")
     prefix = os.path.realpath(sys.base_prefix)
     hidden = _hidden_ancestor(prefix)
     if hidden:

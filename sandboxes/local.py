@@ -3,8 +3,9 @@
 A job server runs on the host, started once per sandbox. When gymhub runs as root (CI, a
 container, a training node) it first moves itself into a private network namespace (loopback
 only: nothing else is reachable) and a private mount namespace with a size-limited tmpfs as
-work dir, so the host's disk cannot be filled and the work dir is invisible from outside. Each
-job then runs as a fresh unprivileged uid with rlimits and no-new-privileges.
+work dir, so the host's disk cannot be filled and the work dir is invisible from outside, and
+its own /proc with ``hidepid``: jobs see only their own processes. Each job runs as the
+sandbox's own unprivileged uid with rlimits and no-new-privileges.
 
 What it does not isolate: the host file system stays readable to jobs (with that uid's
 rights) — use ``bwrap`` or ``docker`` when the code must not see the host. Without root it

@@ -34,7 +34,8 @@ def test_every_verifier_gives_byte_identical_verdicts_20_times(
     store = open_store(str(tmp_path / "d.db"))
     env = gymhub.make(env_id, **kwargs)
     tasks = env.tasks[:3]
-    variants = ["reference", "wrong", *[p.name for p in load_probes(env_id) if not p.slow][:2]]
+    solutions = sorted(tasks[0].hidden.get("solutions", {}))
+    variants = [*solutions, *[p.name for p in load_probes(env_id) if not p.slow][:2]]
     for variant in variants:
         store.create_run(
             variant, env_id=env_id, policy=variant, split="train", group_size=1, seed=0, tasks=tasks
@@ -44,6 +45,7 @@ def test_every_verifier_gives_byte_identical_verdicts_20_times(
         )
     stored = [t for v in variants for t in store.load_trajectories(v)]
     assert len(stored) == len(variants) * 3
+    assert all(t.status == "ok" for t in stored), [t.error for t in stored if t.error]
 
     async def verdicts_20_times(t: Trajectory) -> set[str]:
         return {(await replay(env, t)).model_dump_json() for _ in range(20)}  # type: ignore[union-attr]

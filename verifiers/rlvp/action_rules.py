@@ -110,7 +110,24 @@ class UnsupportedSuccessClaimRule(Rule):
         return events
 
 
+class UntestedSubmitRule(Rule):
+    """Penalty: submitting without ever having run the tests successfully first."""
+
+    id, kind, value = "untested-submit", "penalty", -0.5
+    defaults: ClassVar[dict[str, Any]] = {"submit_tool": "submit", "test_tool": "run_tests"}
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        tested = False
+        for ts in context.tool_steps():
+            if ts.call.name == self.params["test_tool"] and not ts.failed:
+                tested = True
+            elif ts.call.name == self.params["submit_tool"] and not tested:
+                return [self.event(ts.step, "submitted without running the tests")]
+        return []
+
+
 ACTION_RULES = (
+    UntestedSubmitRule,
     InvalidActionRule,
     EmptyReplyRule,
     ForbiddenToolRule,

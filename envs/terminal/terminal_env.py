@@ -1,0 +1,126 @@
+"""``terminal-v0``: shell tasks in a sandbox; the verifier reads the final file system.
+
+Each env instance holds one sandbox (any backend) for its lifetime and resets it per episode:
+the task's file tree is written, then the agent acts with ``bash`` (stdout, stderr and exit
+code, capped and time-limited) until it calls ``submit``. The final state is a snapshot of the
+work dir (modes and bytes). Hidden checks never enter the sandbox while the agent acts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from gymhub.env import Env, EnvReply
+from gymhub.envs.terminal.tasks import build_terminal_tasks
+from gymhub.envs.terminal.verifier import TerminalVerifier
+from gymhub.sandboxes import Limits, create_sandbox
+from gymhub.types import Message, Task, ToolCall
+
+MAX_TOOL_OUTPUT = 8_000
+SNAPSHOT_LIMIT = 16 * 1024 * 1024
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command in the task directory (time limit 20 s).",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string"}},
+                "required": ["command"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "submit",
+            "description": "Finish: the files as they are now are your answer.",
+            "parameters": {"type": "object", "properties": {}, "required": []},
+        },
+    },
+]
+
+
+class TerminalEnv(Env):
+    family: ClassVar[str] = "terminal"
+    version: ClassVar[str] = "0.1.0"
+    default_max_turns: ClassVar[int] = 20
+    system_prompt: ClassVar[str | None] = (
+        "You operate a Linux shell through the bash tool. Be careful and precise."
+    )
+
+    def __init__(self, *, sandbox: str = "local", command_timeout: float = 20.0, **kwargs: Any) -> None:
+        self.sandbox_backend = sandbox
+        self.command_timeout = command_timeout
+        self._box: Any = None
+        super().__init__(**kwargs)
+
+    def load_tasks(self) -> list[Task]:
+        return build_terminal_tasks(self.env_id, self.task_seed)
+
+    def tools(self) -> list[dict[str, Any]]:
+        return TOOLS
+
+    def make_verifier(self) -> TerminalVerifier:
+        return TerminalVerifier(self.rules, backend=self.sandbox_backend)
+
+    async def start_episode(self, task: Task) -> None:
+        if self._box is None or not await asyncio.to_thread(self._box.alive):
+            if self._box is not None:
+                await asyncio.to_thread(self._box.close)
+            self._box = await asyncio.to_thread(
+                create_sandbox, self.sandbox_backend, limits=Limits(cpu_seconds=30, processes=128)
+            )
+        await asyncio.to_thread(self._box.reset)
+        for path, content in task.metadata["files"].items():
+            mode = 0o755 if path.endswith(".sh") else 0o644
+            await asyncio.to_thread(self._box.write_file, path, content.encode(), mode)
+
+    async def on_action(self, message: Message) -> EnvReply:
+        if not message.tool_calls:
+            return EnvReply([Message(role="user", content="Use the bash tool, then submit.")])
+        replies, done = [], False
+        for call in message.tool_calls:
+            content, finished = await self._call(call)
+            replies.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=content))
+            done = done or finished
+        return EnvReply(replies, done=done)
+
+    async def _call(self, call: ToolCall) -> tuple[str, bool]:
+        if call.name == "submit":
+            return "submitted", True
+        command = call.parsed_arguments().get("command")
+        if not isinstance(command, str) or not command.strip():
+            return "error: bash needs a non-empty string 'command'", False
+        result = await asyncio.to_thread(
+            self._box.run, ["/bin/bash", "-c", command], timeout=self.command_timeout
+        )
+        out = result.stdout.decode(errors="replace")[-MAX_TOOL_OUTPUT:]
+        err = result.stderr.decode(errors="replace")[-MAX_TOOL_OUTPUT:]
+        note = " (timed out)" if result.timed_out else " (output truncated)" if result.truncated else ""
+        return f"exit code: {result.exit_code}{note}\nstdout:\n{out}\nstderr:\n{err}", False
+
+    async def final_state(self) -> dict[str, Any]:
+        files: dict[str, Any] = {}
+        total = 0
+        for entry in await asyncio.to_thread(self._box.list_files):
+            if entry.kind == "file" and total + entry.size <= SNAPSHOT_LIMIT:
+                data = await asyncio.to_thread(self._box.read_file, entry.path)
+                total += len(data)
+                files[entry.path] = {"mode": entry.mode, "data": data}
+            elif entry.kind == "dir":
+                files[entry.path] = {"mode": entry.mode, "dir": True}
+        task = self._episode.task if self._episode else None
+        original = task.metadata["files"] if task else {}
+        protected = task.hidden.get("protected", []) if task else []
+        changed = [p for p in protected if files.get(p, {}).get("data") != original[p].encode()]
+        return {"files": files, "protected_changed": changed, "bad_action_steps": self.bad_action_steps}
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        if self._box is not None:
+            await asyncio.to_thread(self._box.close)
+            self._box = None
