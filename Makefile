@@ -19,7 +19,7 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed-base: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e .
+	$(PIP) -e ".[envs]"
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python

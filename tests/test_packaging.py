@@ -35,6 +35,11 @@ def test_wheel_contains_only_the_gymhub_namespace(wheel: Path) -> None:
     for part in PARTS:
         assert any(n.startswith(f"gymhub/{part}/") for n in names), part
     assert "gymhub/registry.yaml" in names
+    # every package folder of the source tree is in the wheel (a missing one breaks only installs)
+    for part in PARTS:
+        for init in (ROOT / part).rglob("__init__.py"):
+            rel = init.relative_to(ROOT / part).as_posix()
+            assert f"gymhub/{part}/{rel}" in names, f"{part}/{rel} is not packaged: list it in pyproject.toml"
 
 
 def test_wheel_in_a_fresh_venv_imports_parts_and_no_top_level(wheel: Path, tmp_path: Path) -> None:

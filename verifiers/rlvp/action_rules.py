@@ -126,7 +126,43 @@ class UntestedSubmitRule(Rule):
         return []
 
 
+class MultipleCandidatesRule(Rule):
+    """Penalty: a final answer that hedges between several candidates ("A or B", "A / B", a list)."""
+
+    id, kind, value = "multiple-candidates", "penalty", -0.5
+    defaults: ClassVar[dict[str, Any]] = {"tool": "answer", "argument": "text"}
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        events = []
+        for ts in context.tool_steps():
+            if ts.call.name != self.params["tool"]:
+                continue
+            text = str(ts.arguments().get(self.params["argument"], ""))
+            parts = [p for p in re.split(r"\bor\b|;|/|\n|\band\b", text) if p.strip()]
+            if len(parts) >= 2:
+                events.append(self.event(ts.step, f"{len(parts)} candidates in {text[:80]!r}"))
+        return events
+
+
+class SearchBudgetRule(Rule):
+    """Penalty: more searches than the budget (once, at the first search over it)."""
+
+    id, kind, value = "search-budget", "penalty", -0.5
+    defaults: ClassVar[dict[str, Any]] = {"tool": "search", "budget": 6}
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        count = 0
+        for ts in context.tool_steps():
+            if ts.call.name == self.params["tool"]:
+                count += 1
+                if count == self.params["budget"] + 1:
+                    return [self.event(ts.step, f"search #{count} over a budget of {self.params['budget']}")]
+        return []
+
+
 ACTION_RULES = (
+    MultipleCandidatesRule,
+    SearchBudgetRule,
     UntestedSubmitRule,
     InvalidActionRule,
     EmptyReplyRule,

@@ -1,0 +1,117 @@
+"""Questions over the fictional encyclopedia: single-hop and multi-hop, with gold documents."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+from gymhub.envs.search.corpus import Entity, build_world
+from gymhub.types import Task
+
+Question = tuple[str, str, list[Entity]]  # question, answer, gold entities (in hop order)
+
+
+def _by_name(world: dict[str, list[Entity]]) -> dict[str, Entity]:
+    return {e.name: e for kind in world.values() for e in kind}
+
+
+def single_hop(world: dict[str, list[Entity]], rng: random.Random) -> list[Callable[[], Question]]:
+    def company_year() -> Question:
+        c = rng.choice(world["company"])
+        return f"In which year was {c.name} founded?", str(c.attrs["founded"]), [c]
+
+    def company_founder() -> Question:
+        c = rng.choice(world["company"])
+        return f"Who founded {c.name}?", c.attrs["founder"], [c]
+
+    def birth_city() -> Question:
+        p = rng.choice(world["person"])
+        return f"In which city was {p.name} born?", p.attrs["birth_city"], [p]
+
+    def capital() -> Question:
+        c = rng.choice(world["country"])
+        return f"What is the capital of {c.name}?", c.attrs["capital"], [c]
+
+    def river_city() -> Question:
+        r = rng.choice(world["river"])
+        return f"Which city does the {r.name} flow through?", r.attrs["city"], [r]
+
+    return [company_year, company_founder, birth_city, capital, river_city]
+
+
+def multi_hop(world: dict[str, list[Entity]], rng: random.Random) -> list[Callable[[], Question]]:
+    names = _by_name(world)
+
+    def founder_birth_city() -> Question:
+        c = rng.choice(world["company"])
+        founder = names[c.attrs["founder"]]
+        return f"In which city was the founder of {c.name} born?", founder.attrs["birth_city"], [c, founder]
+
+    def hq_country() -> Question:
+        c = rng.choice(world["company"])
+        city = names[c.attrs["headquarters"]]
+        return f"In which country are the headquarters of {c.name}?", city.attrs["country"], [c, city]
+
+    def founder_profession() -> Question:
+        c = rng.choice(world["company"])
+        founder = names[c.attrs["founder"]]
+        return (
+            f"What was the profession of the founder of {c.name}?",
+            founder.attrs["profession"],
+            [c, founder],
+        )
+
+    return [founder_birth_city, hq_country, founder_profession]
+
+
+def build_search_tasks(env_id: str, seed: int = 0, per_kind: int = 45) -> list[Task]:
+    world = build_world(seed)
+    rng = random.Random(f"questions:{seed}")
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    kinds = [(f, 1) for f in single_hop(world, rng)] + [(f, 2) for f in multi_hop(world, rng)]
+    for make, hops in kinds:
+        made = 0
+        while made < per_kind:
+            question, answer, gold = make()
+            hidden = {
+                "answer": answer,
+                "gold_docs": [e.doc_id for e in gold],
+                "solutions": {
+                    "reference": _reference(gold, answer),
+                    "wrong": _script([("answer", {"text": "I do not know"})]),
+                },
+            }
+            prompt = (
+                f"{question}\n\nSearch the encyclopedia with `search`, read documents with `open`, and give "
+                "your final answer — one answer, as short as possible — with `answer`."
+            )
+            task = Task.create(env_id, "train", prompt, hidden, {"kind": make.__name__, "hops": hops})
+            if task.id in seen:
+                continue
+            seen.add(task.id)
+            made += 1
+            tasks.append(task.model_copy(update={"split": "eval" if int(task.id, 16) % 5 == 0 else "train"}))
+    return tasks
+
+
+def _reference(gold: list[Entity], answer: str) -> list[dict[str, Any]]:
+    calls: list[tuple[str, dict[str, Any]]] = [("search", {"query": gold[0].name, "k": 5})]
+    calls += [("open", {"doc_id": e.doc_id}) for e in gold]
+    calls.append(("answer", {"text": answer}))
+    return _script(calls)
+
+
+def _script(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            ],
+        }
+        for i, (n, a) in enumerate(calls)
+    ]
