@@ -43,7 +43,7 @@ def main() -> None:
             latencies.append((time.perf_counter() - start) * 1000)
             ranks.append(hits.index(gold) + 1 if gold in hits else None)
 
-        def recall(k: int) -> str:
+        def recall(k: int, ranks: list[int | None] = ranks) -> str:
             return f"{sum(1 for r in ranks if r is not None and r <= k) / len(ranks):.3f}"
 
         ordered = sorted(latencies)

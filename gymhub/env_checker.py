@@ -87,7 +87,8 @@ def check_env(env: Any, *, seed: int = 1234, check_bad_actions: bool = True) -> 
     task = env.get_task(task_id) if hasattr(env, "get_task") else None
     if task is not None:
         shown = obs1 + json.dumps(info1, default=str)
-        leaked = [s[:40] for s in _hidden_strings(task.hidden) if s in shown]
+        public = {t["function"]["name"] for t in info1.get("tools", [])}  # tool names are public
+        leaked = [s[:40] for s in _hidden_strings(task.hidden) if s in shown and s not in public]
         if leaked:
             problems.append(f"hidden task material is in the observation/info: {leaked[:3]}")
         states = []

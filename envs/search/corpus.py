@@ -163,8 +163,8 @@ def describe(e: Entity) -> str:
     a = e.attrs
     if e.kind == "country":
         return (
-            f"{e.name} is a country on the continent of {a['continent']}. Its capital is {a['capital']} and its "
-            f"currency is the {a['currency']}."
+            f"{e.name} is a country on the continent of {a['continent']}. "
+            f"Its capital is {a['capital']} and its currency is the {a['currency']}."
         )
     if e.kind == "city":
         return (
@@ -176,8 +176,8 @@ def describe(e: Entity) -> str:
     if e.kind == "person":
         return f"{e.name} was a {a['profession']} born in {a['born']} in the city of {a['birth_city']}."
     return (
-        f"{e.name} is a {a['industry']} company founded in {a['founded']} by {a['founder']}. Its headquarters "
-        f"are in {a['headquarters']}."
+        f"{e.name} is a {a['industry']} company founded in {a['founded']} by {a['founder']}. "
+        f"Its headquarters are in {a['headquarters']}."
     )
 
 

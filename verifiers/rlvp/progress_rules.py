@@ -110,6 +110,35 @@ class EvidenceRetrievedRule(Rule):
         return events
 
 
+class RequiredLookupsRule(Rule):
+    """Progress: each look-up the task requires (``task.metadata[key]``: public tool names) done
+    successfully, once."""
+
+    id, kind, value = "required-lookups", "progress", 1.0
+    defaults: ClassVar[dict[str, Any]] = {"key": "required"}
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        required = [str(r) for r in context.task.metadata.get(self.params["key"], [])]
+        done: set[str] = set()
+        events = []
+        for ts in context.tool_steps():
+            if ts.call.name in required and ts.call.name not in done and not ts.failed:
+                done.add(ts.call.name)
+                events.append(self.event(ts.step, f"looked up with {ts.call.name}", scale=1 / len(required)))
+        return events
+
+
+class PolicyViolationRule(Rule):
+    """Penalty: each policy violation the verifier found in the final state
+    (``details["policy_violations"]``), e.g. a refund over the limit."""
+
+    id, kind, value = "policy-violation", "penalty", -1.0
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        last = max((s for s, _ in context.policy_steps()), default=0)
+        return [self.event(last, str(v)) for v in context.details.get("policy_violations", [])]
+
+
 class TargetPrefixRule(Rule):
     """Progress: the reply starts with the character the task asks for (toy env)."""
 
@@ -125,6 +154,8 @@ class TargetPrefixRule(Rule):
 
 
 PROGRESS_RULES = (
+    RequiredLookupsRule,
+    PolicyViolationRule,
     VisibleTestsImprovedRule,
     PreconditionBeforeMutationRule,
     MutationWithoutPreconditionRule,
