@@ -29,6 +29,7 @@ logging.getLogger("fastmcp").setLevel(logging.CRITICAL)
 class McpToolEnv(Env):
     family: ClassVar[str] = "mcp"
     finish_tool: ClassVar[str] = "finish"
+    tool_timeout_s: ClassVar[float] = 30.0  # a tool that hangs longer becomes an error observation
 
     def __init__(self, **kwargs: Any) -> None:
         self._server: Any = None
@@ -119,7 +120,9 @@ class McpToolEnv(Env):
     async def _call_tool(self, call: ToolCall) -> str:
         try:
             async with self._client() as client:
-                result = await client.call_tool(call.name, call.parsed_arguments(), raise_on_error=False)
+                result = await client.call_tool(
+                    call.name, call.parsed_arguments(), raise_on_error=False, timeout=self.tool_timeout_s
+                )
         except Exception as exc:  # the server failed: the episode goes on with an error observation
             return f"error: the tool server failed ({type(exc).__name__}: {exc})"[:MAX_TOOL_OUTPUT]
         text = "\n".join(getattr(part, "text", "") for part in result.content)
