@@ -510,6 +510,21 @@ def sandbox_check_command() -> None:
     out.print(table)
 
 
+@app.command("new-env")
+def new_env_command(
+    name: str = typer.Argument(..., help="The env's name, e.g. my-env (registered as my-env-v0)."),
+    family: str = typer.Option("code", help="code | terminal | search | mcp"),
+    out_dir: str = typer.Option(".", "--out", help="Where to create the package folder."),
+) -> None:
+    """Scaffold a working environment package: env, task file, verifier rule, references, test."""
+    from pathlib import Path
+
+    from gymhub.scaffold import scaffold
+
+    root = scaffold(name, family, Path(out_dir))
+    out.print(f"created {root}: `pip install -e {root}` registers {name}-v0; `pytest {root}/tests` checks it")
+
+
 @app.command("export")
 def export_command(
     run: str = typer.Argument(..., help="Run id."),

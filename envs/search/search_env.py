@@ -85,6 +85,24 @@ class SearchEnv(Env):
     def load_tasks(self) -> list[Task]:
         return build_search_tasks(self.env_id, self.task_seed)
 
+    def corpus(self) -> list[dict[str, str]]:
+        """The documents to search ({"id", "title", "text"}); override to bring your own."""
+        return list(documents(self.task_seed))
+
+    @property
+    def index(self) -> Any:
+        if type(self).corpus is SearchEnv.corpus:  # the shipped corpus: one index per process
+            return shared_index(self.engine, self.task_seed)
+        if getattr(self, "_own_index", None) is None:
+            self._own_index = ENGINES[self.engine](self.corpus())
+        return self._own_index
+
+    @property
+    def docs_by_id(self) -> dict[str, dict[str, str]]:
+        if getattr(self, "_docs_by_id", None) is None:
+            self._docs_by_id = {d["id"]: d for d in self.corpus()}
+        return self._docs_by_id
+
     def tools(self) -> list[dict[str, Any]]:
         return TOOLS
 
@@ -110,14 +128,14 @@ class SearchEnv(Env):
             query, k = args.get("query"), args.get("k", 5)
             if not isinstance(query, str) or not isinstance(k, int) or not 1 <= k <= MAX_K:
                 return f"error: search needs a string query and 1 <= k <= {MAX_K}", False
-            docs = {d["id"]: d for d in documents(self.task_seed)}
-            hits = shared_index(self.engine, self.task_seed).search(query, k)
+            docs = self.docs_by_id
+            hits = self.index.search(query, k)
             lines = [
                 f"{doc_id} | {docs[doc_id]['title']} | {docs[doc_id]['text'][:80]}" for doc_id, _ in hits
             ]
             return "\n".join(lines) or "no results", False
         if call.name == "open":
-            doc = {d["id"]: d for d in documents(self.task_seed)}.get(str(args.get("doc_id")))
+            doc = self.docs_by_id.get(str(args.get("doc_id")))
             return (f"{doc['title']}\n\n{doc['text']}", False) if doc else ("error: no such document", False)
         text = args.get("text")
         if not isinstance(text, str):
