@@ -48,6 +48,8 @@ test: lint typecheck
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/rollout_overhead.py
 	$(PY) benchmarks/sandboxes.py
+	$(PY) benchmarks/envs.py
+	$(PY) benchmarks/search_engines.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info $(DB) $(DB)-wal $(DB)-shm
