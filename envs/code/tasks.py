@@ -53,6 +53,7 @@ def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
             hidden = {"entry_point": entry, "tests": hidden_tests, "solutions": _solutions(source, entry)}
             metadata = {
                 "template": template.name,
+                "difficulty": template.difficulty,
                 "variant": variant,
                 "visible_tests": [{"args": a, "expected": encode_expected(o)} for a, o in visible],
             }

@@ -17,12 +17,18 @@ Inputs = Callable[[random.Random, dict[str, Any]], list[list[Any]]]
 
 @dataclass(frozen=True)
 class Template:
+    """One task family. ``difficulty`` is 1 (a one-liner), 2 (a loop) or 3 (care with edge cases)."""
+
     name: str
     signature: str
     description: str
     reference: str
     params: list[dict[str, Any]]
     inputs: Inputs
+
+    @property
+    def difficulty(self) -> int:
+        return DIFFICULTY.get(self.name, 2)
 
 
 def _ints(rng: random.Random, n: int = 8, lo: int = -20, hi: int = 20) -> list[int]:
@@ -66,13 +72,47 @@ def _with_k(gen: Callable[[random.Random], Any], lo: int, hi: int) -> Inputs:
     return lambda rng, p: [[gen(rng), rng.randint(lo, hi)] for _ in range(12)]
 
 
+# 1: a one-liner; 2: a loop or two; 3: edge cases that trip people up
+DIFFICULTY = {
+    "sum_powers": 1,
+    "count_multiples": 1,
+    "every_nth": 1,
+    "clamp_all": 1,
+    "count_chars": 1,
+    "triangle_sum": 1,
+    "chunk": 1,
+    "transpose": 1,
+    "rotate_left": 2,
+    "caesar": 2,
+    "fizz_words": 2,
+    "digit_sum_base": 2,
+    "running_op": 2,
+    "to_base": 2,
+    "word_stat": 2,
+    "pair_count": 2,
+    "fib_mod": 2,
+    "bits": 2,
+    "histogram": 2,
+    "window_sums": 2,
+    "case_convert": 2,
+    "nth_largest_distinct": 3,
+    "dedupe_keep": 3,
+    "collatz_steps": 3,
+    "balanced": 3,
+    "interleave": 3,
+    "product_except": 3,
+    "run_length": 3,
+    "mode_value": 3,
+    "pad_table": 3,
+}
+
 TEMPLATES: list[Template] = [
     Template(
         "sum_powers",
         "sum_powers(nums: list[int]) -> int",
         "Return the sum of each number raised to the power $k.",
         "def sum_powers(nums):\n    return sum(x ** $k for x in nums)\n",
-        [{"k": k} for k in range(1, 9)],
+        [{"k": k} for k in range(1, 13)],
         _one(_ints),
     ),
     Template(
@@ -80,7 +120,7 @@ TEMPLATES: list[Template] = [
         "count_multiples(nums: list[int]) -> int",
         "Return how many numbers in the list are divisible by $k (0 counts).",
         "def count_multiples(nums):\n    return sum(1 for x in nums if x % $k == 0)\n",
-        [{"k": k} for k in range(2, 10)],
+        [{"k": k} for k in range(2, 14)],
         _one(_ints),
     ),
     Template(
@@ -89,7 +129,7 @@ TEMPLATES: list[Template] = [
         "Rotate the list left by $k positions (wrapping around); an empty list stays empty.",
         "def rotate_left(items):\n    if not items:\n        return []\n"
         "    k = $k % len(items)\n    return items[k:] + items[:k]\n",
-        [{"k": k} for k in range(1, 9)],
+        [{"k": k} for k in range(1, 13)],
         _one(_ints),
     ),
     Template(
@@ -101,7 +141,7 @@ TEMPLATES: list[Template] = [
         "        if 'a' <= c <= 'z':\n            out.append(chr((ord(c) - 97 + $k) % 26 + 97))\n"
         "        elif 'A' <= c <= 'Z':\n            out.append(chr((ord(c) - 65 + $k) % 26 + 65))\n"
         "        else:\n            out.append(c)\n    return ''.join(out)\n",
-        [{"k": k} for k in (1, 3, 5, 7, 11, 13, 19, 25)],
+        [{"k": k} for k in (1, 2, 3, 4, 5, 7, 9, 11, 13, 17, 19, 25)],
         _one(_text),
     ),
     Template(
@@ -109,7 +149,7 @@ TEMPLATES: list[Template] = [
         "every_nth(items: list[int]) -> list[int]",
         "Return every $k-th element of the list, starting with the first element.",
         "def every_nth(items):\n    return items[::$k]\n",
-        [{"k": k} for k in range(2, 10)],
+        [{"k": k} for k in range(2, 14)],
         _one(lambda r: _ints(r, 14)),
     ),
     Template(
@@ -119,7 +159,20 @@ TEMPLATES: list[Template] = [
         "def clamp_all(nums):\n    return [min(max(x, $lo), $hi) for x in nums]\n",
         [
             {"lo": lo, "hi": lo + w}
-            for lo, w in ((-5, 5), (-10, 3), (0, 7), (2, 9), (-3, 1), (-8, 12), (1, 2), (-15, 20))
+            for lo, w in (
+                (-5, 5),
+                (-10, 3),
+                (0, 7),
+                (2, 9),
+                (-3, 1),
+                (-8, 12),
+                (1, 2),
+                (-15, 20),
+                (-1, 1),
+                (4, 4),
+                (-20, 5),
+                (-6, 16),
+            )
         ],
         _one(_ints),
     ),
@@ -128,7 +181,10 @@ TEMPLATES: list[Template] = [
         "count_chars(text: str) -> int",
         "Return how many characters of the text are in the set '$chars' (case-sensitive).",
         "def count_chars(text):\n    return sum(1 for c in text if c in '$chars')\n",
-        [{"chars": c} for c in ("aeiou", "xyz", "abc", "AEIOU", "aA", " ", ".!,", "zZ")],
+        [
+            {"chars": c}
+            for c in ("aeiou", "xyz", "abc", "AEIOU", "aA", " ", ".!,", "zZ", "XYZ", "bcd", "!", "mnop")
+        ],
         _one(_text),
     ),
     Template(
@@ -150,6 +206,10 @@ TEMPLATES: list[Template] = [
                 ("Up", "Down", 5, 8),
                 ("Red", "Blue", 3, 4),
                 ("Yin", "Yang", 6, 9),
+                ("Sun", "Moon", 2, 7),
+                ("Bip", "Bop", 4, 5),
+                ("Ho", "Hum", 3, 8),
+                ("Zig", "Zag", 5, 6),
             )
         ],
         _one(lambda r: r.randint(0, 30)),
@@ -160,7 +220,7 @@ TEMPLATES: list[Template] = [
         "Return the sum of the digits of the non-negative integer n written in base $k.",
         "def digit_sum_base(n):\n    total = 0\n    while n:\n        total += n % $k\n"
         "        n //= $k\n    return total\n",
-        [{"k": k} for k in (2, 3, 4, 5, 7, 8, 12, 16)],
+        [{"k": k} for k in (2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 16)],
         _one(lambda r: r.randint(0, 10**6)),
     ),
     Template(
@@ -170,7 +230,7 @@ TEMPLATES: list[Template] = [
         "are fewer than $k distinct values.",
         "def nth_largest_distinct(nums):\n    values = sorted(set(nums), reverse=True)\n"
         "    return values[$k - 1] if len(values) >= $k else None\n",
-        [{"k": k} for k in range(1, 9)],
+        [{"k": k} for k in range(1, 13)],
         _one(lambda r: _ints(r, 12, -5, 5)),
     ),
     Template(
@@ -178,7 +238,7 @@ TEMPLATES: list[Template] = [
         "chunk(items: list[int]) -> list[list[int]]",
         "Split the list into consecutive chunks of $k elements; the last chunk may be shorter.",
         "def chunk(items):\n    return [items[i:i + $k] for i in range(0, len(items), $k)]\n",
-        [{"k": k} for k in range(1, 9)],
+        [{"k": k} for k in range(1, 13)],
         _one(lambda r: _ints(r, 15)),
     ),
     Template(
@@ -233,7 +293,7 @@ TEMPLATES: list[Template] = [
         "def to_base(n):\n    digits = '0123456789abcdefghijklmnopqrstuvwxyz'\n"
         "    if n == 0:\n        return '0'\n    out = ''\n    while n:\n"
         "        out = digits[n % $k] + out\n        n //= $k\n    return out\n",
-        [{"k": k} for k in (2, 3, 5, 6, 8, 9, 16, 36)],
+        [{"k": k} for k in (2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 20, 36)],
         _one(lambda r: r.randint(0, 10**5)),
     ),
     Template(
@@ -273,7 +333,7 @@ TEMPLATES: list[Template] = [
         "transpose(matrix: list[list[int]]) -> list[list[int]]",
         "Return the transpose of a rectangular matrix with $rows rows (rows become columns).",
         "def transpose(matrix):\n    return [list(col) for col in zip(*matrix)]\n",
-        [{"rows": r} for r in range(1, 9)],
+        [{"rows": r} for r in range(1, 13)],
         lambda rng, p: [
             [[[rng.randint(-9, 9) for _ in range(w)] for _ in range(p["rows"])]]
             for w in (rng.randint(1, 5) for _ in range(12))
@@ -285,7 +345,7 @@ TEMPLATES: list[Template] = [
         "Return the number of index pairs i < j with nums[i] + nums[j] == $t.",
         "def pair_count(nums):\n    return sum(1 for i in range(len(nums))\n"
         "               for j in range(i + 1, len(nums)) if nums[i] + nums[j] == $t)\n",
-        [{"t": t} for t in (-4, -1, 0, 2, 3, 5, 7, 10)],
+        [{"t": t} for t in (-6, -4, -2, -1, 0, 1, 2, 3, 4, 5, 7, 10)],
         _one(lambda r: _ints(r, 10, -6, 8)),
     ),
     Template(
@@ -320,7 +380,7 @@ TEMPLATES: list[Template] = [
         "def interleave(a, b):\n    out, i = [], 0\n    while i < len(a) or i < len(b):\n"
         "        out.append(a[i:i + $n])\n        out.append(b[i:i + $n])\n        i += $n\n"
         "    return ''.join(out)\n",
-        [{"n": n} for n in range(1, 9)],
+        [{"n": n} for n in range(1, 13)],
         lambda rng, p: [[_text(rng, 10), _text(rng, 10)] for _ in range(12)],
     ),
     Template(
@@ -329,7 +389,7 @@ TEMPLATES: list[Template] = [
         "Return F(n) modulo $m, where F(0) = 0, F(1) = 1 and F(n) = F(n-1) + F(n-2).",
         "def fib_mod(n):\n    a, b = 0, 1\n    for _ in range(n):\n"
         "        a, b = b, (a + b) % $m\n    return a % $m\n",
-        [{"m": m} for m in (2, 7, 10, 97, 100, 1000, 10007, 65536)],
+        [{"m": m} for m in (2, 3, 7, 10, 11, 97, 100, 101, 1000, 9973, 10007, 65536)],
         _one(lambda r: r.randint(0, 500)),
     ),
     Template(
@@ -408,7 +468,7 @@ TEMPLATES: list[Template] = [
         "def product_except(nums):\n    out = []\n    for i in range(len(nums)):\n"
         "        p = 1\n        for j, x in enumerate(nums):\n            if j != i:\n"
         "                p *= x\n        out.append(p % $m)\n    return out\n",
-        [{"m": m} for m in (7, 10, 13, 100, 101, 1000, 997, 10**9 + 7)],
+        [{"m": m} for m in (5, 7, 10, 11, 13, 17, 100, 101, 997, 1000, 10007, 10**9 + 7)],
         _one(lambda r: _ints(r, 7, -9, 9)),
     ),
     Template(
@@ -455,7 +515,7 @@ TEMPLATES: list[Template] = [
         "triangle_sum(n: int) -> int",
         "Return the sum of every $k-th integer from 0 up to and including n (0, $k, 2*$k, ...).",
         "def triangle_sum(n):\n    return sum(range(0, n + 1, $k))\n",
-        [{"k": k} for k in range(1, 9)],
+        [{"k": k} for k in range(1, 13)],
         _one(lambda r: r.randint(0, 1000)),
     ),
     Template(
@@ -477,7 +537,7 @@ TEMPLATES: list[Template] = [
         "def histogram(nums):\n    out = {}\n    for x in nums:\n"
         "        key = str(x // $w * $w)\n        out[key] = out.get(key, 0) + 1\n"
         "    return out\n",
-        [{"w": w} for w in range(2, 10)],
+        [{"w": w} for w in range(2, 14)],
         _one(_ints),
     ),
     Template(
@@ -505,7 +565,7 @@ TEMPLATES: list[Template] = [
         "Return the sums of all contiguous windows of length $k, in order (empty if the list "
         "is shorter than $k).",
         "def window_sums(nums):\n    return [sum(nums[i:i + $k]) for i in range(len(nums) - $k + 1)]\n",
-        [{"k": k} for k in range(1, 9)],
+        [{"k": k} for k in range(1, 13)],
         _one(lambda r: _ints(r, 12)),
     ),
 ]

@@ -41,3 +41,23 @@ def test_tools_and_their_errors() -> None:
     verdict = env.step(call("submit"))[4]["verdict"]
     assert verdict.outcome == 0.0
     assert "visible-tests-improved" not in [e.rule for e in verdict.path_events]
+
+
+def test_eight_concurrent_episodes_keep_their_own_workspace() -> None:
+    import asyncio
+
+    tasks = gymhub.make("code-python-multiturn-v0").tasks[:8]
+
+    async def episode(i: int) -> str:
+        env = gymhub.make("code-python-multiturn-v0")
+        await env.areset(options={"task_id": tasks[i].id})
+        await env.astep(call("write_file", path="notes.txt", content=f"episode {i}"))
+        await asyncio.sleep(0.01 * (8 - i))  # interleave the episodes
+        seen = (await env.astep(call("read_file", path="notes.txt")))[0]
+        await env.aclose()
+        return seen
+
+    async def all_eight() -> list[str]:
+        return await asyncio.gather(*(episode(i) for i in range(8)))
+
+    assert asyncio.run(all_eight()) == [f"episode {i}" for i in range(8)]
