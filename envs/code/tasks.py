@@ -6,10 +6,11 @@ import random
 import string
 from typing import Any
 
-from gymhub.types import Task
+from gymhub.types import Task, canonical_json
 from gymhub.verifiers.checkers.function_tests import encode_expected
 
 VISIBLE_EXAMPLES = 3
+MIN_HIDDEN_TESTS = 5
 EVAL_EVERY = 5  # one task in five (by id) is in the eval split
 
 
@@ -37,6 +38,9 @@ def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
             entry = template.name
             inputs = _unique(template.inputs(rng, params))
             outputs = [namespace[entry](*[_copy(a) for a in args]) for args in inputs]
+            hidden_outputs = [canonical_json(encode_expected(o)) for o in outputs[VISIBLE_EXAMPLES:]]
+            if len(hidden_outputs) < MIN_HIDDEN_TESTS or len(set(hidden_outputs)) == 1:
+                continue  # too few tests, or one constant answer would pass them all: not a real task
             visible = list(zip(inputs, outputs, strict=True))[:VISIBLE_EXAMPLES]
             hidden_tests = [
                 {"args": a, "expected": encode_expected(o)}

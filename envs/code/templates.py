@@ -65,11 +65,11 @@ _SEPARATORS = {"snake_case": "_", "kebab-case": "-", "dot.case": "."}
 
 
 def _one(gen: Callable[[random.Random], Any]) -> Inputs:
-    return lambda rng, p: [[gen(rng)] for _ in range(12)]
+    return lambda rng, p: [[gen(rng)] for _ in range(16)]
 
 
 def _with_k(gen: Callable[[random.Random], Any], lo: int, hi: int) -> Inputs:
-    return lambda rng, p: [[gen(rng), rng.randint(lo, hi)] for _ in range(12)]
+    return lambda rng, p: [[gen(rng), rng.randint(lo, hi)] for _ in range(16)]
 
 
 # 1: a one-liner; 2: a loop or two; 3: edge cases that trip people up
@@ -99,6 +99,8 @@ DIFFICULTY = {
     "dedupe_keep": 3,
     "collatz_steps": 3,
     "balanced": 3,
+    "count_longer": 1,
+    "starting_with": 2,
     "interleave": 3,
     "product_except": 3,
     "run_length": 3,
@@ -336,7 +338,7 @@ TEMPLATES: list[Template] = [
         [{"rows": r} for r in range(1, 13)],
         lambda rng, p: [
             [[[rng.randint(-9, 9) for _ in range(w)] for _ in range(p["rows"])]]
-            for w in (rng.randint(1, 5) for _ in range(12))
+            for w in (rng.randint(1, 5) for _ in range(16))
         ],
     ),
     Template(
@@ -381,7 +383,7 @@ TEMPLATES: list[Template] = [
         "        out.append(a[i:i + $n])\n        out.append(b[i:i + $n])\n        i += $n\n"
         "    return ''.join(out)\n",
         [{"n": n} for n in range(1, 13)],
-        lambda rng, p: [[_text(rng, 10), _text(rng, 10)] for _ in range(12)],
+        lambda rng, p: [[_text(rng, 10), _text(rng, 10)] for _ in range(16)],
     ),
     Template(
         "fib_mod",
@@ -457,7 +459,7 @@ TEMPLATES: list[Template] = [
                     for _ in range(rng.randint(1, 4))
                 )
             ]
-            for _ in range(12)
+            for _ in range(16)
         ],
     ),
     Template(
@@ -556,7 +558,7 @@ TEMPLATES: list[Template] = [
                     for _ in range(rng.randint(0, 4))
                 ]
             ]
-            for c in (rng.randint(1, 3) for _ in range(12))
+            for c in (rng.randint(1, 3) for _ in range(16))
         ],
     ),
     Template(
@@ -567,5 +569,22 @@ TEMPLATES: list[Template] = [
         "def window_sums(nums):\n    return [sum(nums[i:i + $k]) for i in range(len(nums) - $k + 1)]\n",
         [{"k": k} for k in range(1, 13)],
         _one(lambda r: _ints(r, 12)),
+    ),
+    Template(
+        "count_longer",
+        "count_longer(text: str) -> int",
+        "Return how many whitespace-separated words of the text have more than $k characters.",
+        "def count_longer(text):\n    return sum(1 for w in text.split() if len(w) > $k)\n",
+        [{"k": k} for k in range(0, 6)],
+        _one(_words),
+    ),
+    Template(
+        "starting_with",
+        "starting_with(text: str) -> list[str]",
+        "Return the whitespace-separated words of the text that start with the letter '$c', ignoring case, "
+        "in their original order and spelling.",
+        "def starting_with(text):\n    return [w for w in text.split() if w[0].lower() == '$c']\n",
+        [{"c": c} for c in "aekzmtlqisrb"],
+        _one(_words),
     ),
 ]
