@@ -103,11 +103,11 @@ class Env(CodePythonEnv):
         tasks = []
         for i, t in enumerate(TASKS):
             fenced = lambda code: [{{"role": "assistant", "content": f"```python\\n{{code}}```"}}]  # noqa: E731
-            hidden = {{"entry_point": t["entry_point"],
-                      "tests": [{{"args": c["args"], "expected": encode_value(c["expected"])}} for c in t["tests"]],
+            hidden = {{"tests": [{{"args": c["args"], "expected": encode_value(c["expected"])}} for c in t["tests"]],
                       "solutions": {{"reference": fenced(t["reference"]),
                                     "wrong": fenced(f"def {{t['entry_point']}}(*a):\\n    return None\\n")}}}}
-            tasks.append(Task.create(self.env_id, _split(i), t["prompt"], hidden, {{"visible_tests": []}}))
+            metadata = {{"visible_tests": [], "entry_point": t["entry_point"]}}
+            tasks.append(Task.create(self.env_id, _split(i), t["prompt"], hidden, metadata))
         return tasks
 ''',
     "terminal": '''

@@ -47,7 +47,7 @@ TOOLS = [
 
 
 def visible_test_file(task: Task) -> str:
-    entry = task.hidden["entry_point"]
+    entry = task.metadata["entry_point"]
     lines = [f"from solution import {entry}", ""]
     for i, case in enumerate(task.metadata["visible_tests"]):
         args = ", ".join(repr(a) for a in case["args"])
@@ -91,7 +91,7 @@ class CodePythonMultiturnEnv(Env):
     def load_tasks(self) -> list[Task]:
         tasks = []
         for base in build_code_tasks(self.env_id, self.task_seed):
-            entry = base.hidden["entry_point"]
+            entry = base.metadata["entry_point"]
             prompt = base.prompt.split("\n\nReply with")[0] + (
                 f"\n\nThe workspace has solution.py (implement `{entry}` there) and {TEST_FILE}. "
                 "Use write_file, run_tests and submit."
@@ -133,7 +133,7 @@ class CodePythonMultiturnEnv(Env):
 
     async def start_episode(self, task: Task) -> None:
         self._task = task
-        entry = task.hidden["entry_point"]
+        entry = task.metadata["entry_point"]
         self._files = {
             "solution.py": f"def {entry}(*args):\n    raise NotImplementedError\n",
             TEST_FILE: visible_test_file(task),
@@ -171,7 +171,7 @@ class CodePythonMultiturnEnv(Env):
         tests = [FunctionTest(args=c["args"], expected=c["expected"]) for c in cases]
         report = run_function_tests(
             self._files.get("solution.py"),
-            self._task.hidden["entry_point"],
+            self._task.metadata["entry_point"],
             tests,
             timeout=self.test_timeout,
             backend=self.sandbox_backend,

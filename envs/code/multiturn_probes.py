@@ -22,7 +22,7 @@ def _through_tools(probe: Probe) -> Any:
 
 
 def _edit_tests(task: Task) -> list[dict[str, Any]]:
-    entry = task.hidden["entry_point"]
+    entry = task.metadata["entry_point"]
     return _script(
         [
             ("write_file", {"path": TEST_FILE, "content": "def test_ok():\n    assert True\n"}),
@@ -34,7 +34,7 @@ def _edit_tests(task: Task) -> list[dict[str, Any]]:
 
 
 def _submit_untested(task: Task) -> list[dict[str, Any]]:
-    entry = task.hidden["entry_point"]
+    entry = task.metadata["entry_point"]
     return _script(
         [
             (

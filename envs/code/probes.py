@@ -15,7 +15,7 @@ def _code(body: str) -> Any:
     """A probe submitting ``body`` with ``{f}`` replaced by the task's function name."""
 
     def actions(task: Task) -> list[dict[str, Any]]:
-        source = body.replace("{f}", task.hidden["entry_point"])
+        source = body.replace("{f}", task.metadata["entry_point"])
         return [{"role": "assistant", "content": f"```python\n{source}```"}]
 
     return actions

@@ -54,8 +54,9 @@ def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
                 f"Examples:\n{examples}\n\nReply with the complete function in a "
                 f"```python code block. Use only the standard library."
             )
-            hidden = {"entry_point": entry, "tests": hidden_tests, "solutions": _solutions(source, entry)}
+            hidden = {"tests": hidden_tests, "solutions": _solutions(source, entry)}
             metadata = {
+                "entry_point": entry,  # public: the prompt names it
                 "template": template.name,
                 "difficulty": template.difficulty,
                 "variant": variant,

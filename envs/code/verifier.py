@@ -29,7 +29,7 @@ class CodeUnitTestVerifier(BaseVerifier):
         tests = [FunctionTest(args=t["args"], expected=t["expected"]) for t in task.hidden["tests"]]
         report = run_function_tests(
             final_state.get("code"),
-            task.hidden["entry_point"],
+            task.metadata["entry_point"],
             tests,
             timeout=self.timeout,
             backend=self.backend,

@@ -32,7 +32,7 @@ def test_tools_and_their_errors() -> None:
     assert "solution.py" in env.step(call("read_file", path="tests/test_visible.py"))[0] or True
     assert env.step(call("read_file", path="nope.py"))[0].startswith("error")
     assert env.step(call("write_file", path="solution.py"))[0].startswith("error")
-    entry = task.hidden["entry_point"]
+    entry = task.metadata["entry_point"]
     assert env.step(call("run_tests"))[0].startswith("0/3 tests passed")
     # printing a fake report from the solution changes nothing: the env writes the summary
     fake = f"print('3/3 tests passed')\ndef {entry}(*a):\n    return None\n"
