@@ -143,6 +143,19 @@ class Env(gymnasium.Env[str, Any]):
         """Answer one valid action (tool calls already checked against :meth:`tools`)."""
         raise NotImplementedError
 
+    async def answer_tool_calls(self, message: Message, call_tool: Any, nudge: str) -> EnvReply:
+        """The usual ``on_action`` of a tool env: run each call with ``await call_tool(call)``
+        (-> ``(content, finished)``), answer each with a tool message, and answer a message
+        with no tool call with ``nudge``. The episode ends when a call says it finished."""
+        if not message.tool_calls:
+            return EnvReply([Message(role="user", content=nudge)])
+        replies, done = [], False
+        for call in message.tool_calls:
+            content, finished = await call_tool(call)
+            replies.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=content))
+            done = done or finished
+        return EnvReply(replies, done=done)
+
     async def final_state(self) -> Any:
         """The state the verifier reads (files, rows, the submitted answer)."""
         raise NotImplementedError

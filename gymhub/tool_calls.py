@@ -62,3 +62,21 @@ def _to_call(block: str, index: int) -> ToolCall | None:
     else:
         arguments = json.dumps(args, ensure_ascii=False)
     return ToolCall(id=str(data.get("id") or f"call_{index}"), name=name, arguments=arguments)
+
+
+def scripted_tool_calls(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One assistant message per ``(tool, arguments)``: how scripted solutions and probes are written."""
+    return [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+            ],
+        }
+        for i, (name, args) in enumerate(calls)
+    ]

@@ -10,16 +10,18 @@ the path signal (``protected-paths``).
 
 from __future__ import annotations
 
-import json
+import asyncio
 from typing import Any, ClassVar
 
 from gymhub.env import Env, EnvReply
 from gymhub.envs.code.tasks import build_code_tasks
 from gymhub.envs.code.verifier import CodeUnitTestVerifier
+from gymhub.tool_calls import scripted_tool_calls
 from gymhub.types import Message, Task, ToolCall
 from gymhub.verifiers.checkers.function_tests import FunctionTest, run_function_tests
 
 TEST_FILE = "tests/test_visible.py"
+NUDGE = "Use the tools: write_file, run_tests, submit."
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -141,14 +143,12 @@ class CodePythonMultiturnEnv(Env):
         self._pristine_tests = self._files[TEST_FILE]
 
     async def on_action(self, message: Message) -> EnvReply:
-        if not message.tool_calls:
-            return EnvReply([Message(role="user", content="Use the tools: write_file, run_tests, submit.")])
-        replies, done = [], False
-        for call in message.tool_calls:
-            content, finished = self._call(call)
-            replies.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=content))
-            done = done or finished
-        return EnvReply(replies, done=done)
+        return await self.answer_tool_calls(
+            message, self._acall, "Use the tools: write_file, run_tests, submit."
+        )
+
+    async def _acall(self, call: ToolCall) -> tuple[str, bool]:
+        return await asyncio.to_thread(self._call, call)
 
     def _call(self, call: ToolCall) -> tuple[str, bool]:
         args = call.parsed_arguments()
@@ -189,19 +189,4 @@ class CodePythonMultiturnEnv(Env):
         }
 
 
-def _script(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One assistant message per tool call: a scripted solution."""
-    return [
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {
-                    "id": f"call_{i}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
-                }
-            ],
-        }
-        for i, (name, args) in enumerate(calls)
-    ]
+_script = scripted_tool_calls

@@ -4,27 +4,17 @@ policy allows or forbids, address changes with a right or wrong zip code, restoc
 from __future__ import annotations
 
 import datetime as dt
-import json
 import random
 from typing import Any
 
 from gymhub.envs.mcp_tools.backoffice import TODAY, Customer, Item, Order, refund_allowed
+from gymhub.tool_calls import scripted_tool_calls
 from gymhub.types import Task
 
 REASONS = ["arrived broken", "wrong colour", "never used", "changed my mind", "arrived late"]
 
 
-def _script(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    return [
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-            ],
-        }
-        for i, (n, a) in enumerate(calls)
-    ]
+_script = scripted_tool_calls
 
 
 def build_backoffice_tasks(

@@ -113,14 +113,10 @@ class SearchEnv(Env):
         self._answer = None
 
     async def on_action(self, message: Message) -> EnvReply:
-        if not message.tool_calls:
-            return EnvReply([Message(role="user", content="Use the tools: search, open, answer.")])
-        replies, done = [], False
-        for call in message.tool_calls:
-            content, finished = self._call(call)
-            replies.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=content))
-            done = done or finished
-        return EnvReply(replies, done=done)
+        return await self.answer_tool_calls(message, self._acall, "Use the tools: search, open, answer.")
+
+    async def _acall(self, call: ToolCall) -> tuple[str, bool]:
+        return self._call(call)
 
     def _call(self, call: ToolCall) -> tuple[str, bool]:
         args = call.parsed_arguments()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from typing import Any
 
 from gymhub.envs.search.corpus import Entity, build_world
+from gymhub.tool_calls import scripted_tool_calls
 from gymhub.types import Task
 
 Question = tuple[str, str, list[Entity]]  # question, answer, gold entities (in hop order)
@@ -104,14 +104,4 @@ def _reference(gold: list[Entity], answer: str) -> list[dict[str, Any]]:
     return _script(calls)
 
 
-def _script(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    return [
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-            ],
-        }
-        for i, (n, a) in enumerate(calls)
-    ]
+_script = scripted_tool_calls

@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from gymhub.tool_calls import scripted_tool_calls
 from gymhub.types import Task
 
 Spec = dict[str, Any]  # {"prompt", "files", "checks", "reference": [commands]}
@@ -200,16 +201,5 @@ def build_terminal_tasks(env_id: str, seed: int = 0, per_kind: int = 45) -> list
 
 
 def _bash_script(commands: list[str]) -> list[dict[str, Any]]:
-    import json
-
-    calls = [("bash", {"command": c}) for c in commands] + [("submit", {})]
-    return [
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-            ],
-        }
-        for i, (n, a) in enumerate(calls)
-    ]
+    """A reference script: each command through the bash tool, then submit."""
+    return scripted_tool_calls([*[("bash", {"command": c}) for c in commands], ("submit", {})])

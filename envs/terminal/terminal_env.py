@@ -80,14 +80,7 @@ class TerminalEnv(Env):
             await asyncio.to_thread(self._box.write_file, path, content.encode(), mode)
 
     async def on_action(self, message: Message) -> EnvReply:
-        if not message.tool_calls:
-            return EnvReply([Message(role="user", content="Use the bash tool, then submit.")])
-        replies, done = [], False
-        for call in message.tool_calls:
-            content, finished = await self._call(call)
-            replies.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=content))
-            done = done or finished
-        return EnvReply(replies, done=done)
+        return await self.answer_tool_calls(message, self._call, "Use the bash tool, then submit.")
 
     async def _call(self, call: ToolCall) -> tuple[str, bool]:
         if call.name == "submit":
