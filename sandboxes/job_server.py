@@ -217,7 +217,8 @@ class Server:
     def op_restore(self, req):
         if req["id"] not in self.snapshots:
             raise KeyError(f"no snapshot {req['id']!r}")
-        self._reap()
+        if _has_children():  # only survivors of earlier jobs need killing
+            self._reap()
         self._apply(self.snapshots[req["id"]])
         return {}
 

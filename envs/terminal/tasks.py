@@ -30,6 +30,8 @@ def count_errors(rng: random.Random, level: int) -> Spec:
     log = _log(rng, 40 * level)
     svc, lvl = rng.choice(SERVICES), rng.choice(["ERROR", "WARN"])
     count = sum(1 for line in log.splitlines() if f" {lvl} svc={svc} " in line)
+    if count == 0:  # "0" is a guess anyone can make: only tasks with something to count
+        return count_errors(rng, level)
     return {
         "prompt": f"Count the {lvl} lines of service {svc} in input/app.log and write the number "
         f"(just the number) to output/count.txt.",
@@ -180,8 +182,13 @@ def build_terminal_tasks(env_id: str, seed: int = 0, per_kind: int = 45) -> list
                 break
             level = 1 + index % 3
             spec = generate(random.Random(f"{seed}:{kind}:{index}"), level)
+            inputs_unchanged = [  # the instructions forbid touching the inputs
+                {"kind": "file", "path": p, "content": c}
+                for p, c in sorted(spec["files"].items())
+                if p.startswith("input/")
+            ]
             hidden = {
-                "checks": spec["checks"],
+                "checks": spec["checks"] + inputs_unchanged,
                 "protected": sorted(p for p in spec["files"] if p.startswith("input/")),
                 "solutions": {"reference": _bash_script(spec["reference"]), "nothing": _bash_script([])},
             }

@@ -135,3 +135,16 @@ def test_eight_concurrent_episodes_are_isolated() -> None:
         mine = [w for w in obs.split() if w.startswith("mine-")]
         assert mine == [f"mine-{i}.txt"], obs
         assert "\n1\n" in obs  # sees its own background process only
+
+
+def test_rewriting_the_inputs_never_pays_found_by_the_verifier_benchmark() -> None:
+    # Once, a count task whose answer was 0 let "truncate the inputs, write 0" score 1:
+    # count tasks now always have something to count, and inputs must end unchanged.
+    tasks = [
+        t
+        for t in gymhub.make("terminal-v0").all_tasks
+        if t.metadata["kind"] in ("count-errors", "unique-values")
+    ]
+    assert all(t.hidden["checks"][0].get("content", "").strip() != "0" for t in tasks)
+    groups = gymhub.rollout("terminal-v0", "reference:rewrite-inputs", tasks=tasks, concurrency=2)
+    assert {g.trajectories[0].verdict.outcome for g in groups} == {0.0}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from typing import ClassVar
 
 from gymhub.types import PathEvent
@@ -63,6 +64,7 @@ def submitted_code(context: RuleContext) -> list[tuple[int, str]]:
     ]
 
 
+@functools.lru_cache(maxsize=512)
 def _parse(code: str) -> ast.AST | None:
     try:
         return ast.parse(code)
@@ -70,6 +72,7 @@ def _parse(code: str) -> ast.AST | None:
         return None
 
 
+@functools.lru_cache(maxsize=512)
 def _called_names(code: str) -> list[tuple[int, str]]:
     """``(line, dotted name)`` of every call, plus ``raise X`` as a call to ``X``."""
     tree = _parse(code)
