@@ -183,7 +183,7 @@ def build_terminal_tasks(env_id: str, seed: int = 0, per_kind: int = 45) -> list
             level = 1 + index % 3
             spec = generate(random.Random(f"{seed}:{kind}:{index}"), level)
             inputs_unchanged = [  # the instructions forbid touching the inputs
-                {"kind": "file", "path": p, "content": c}
+                {"kind": "file", "path": p, "content": c, "invariant": True}
                 for p, c in sorted(spec["files"].items())
                 if p.startswith("input/")
             ]

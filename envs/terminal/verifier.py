@@ -43,17 +43,22 @@ class TerminalVerifier(BaseVerifier):
     def check(self, task: Task, final_state: Any) -> tuple[float, dict[str, Any]]:
         files = final_state["files"]
         checks = task.hidden["checks"]
-        results = [_file_check(c, files) for c in checks if c["kind"] == "file"]
-        commands = [c for c in checks if c["kind"] == "command"]
+        # Invariants (inputs left unchanged) decide the outcome too, but are no sub-goal: doing
+        # nothing keeps them, so they earn no progress credit.
+        goals = [c for c in checks if not c.get("invariant")]
+        invariants_kept = all(_file_check(c, files) for c in checks if c.get("invariant"))
+        results = [_file_check(c, files) for c in goals if c["kind"] == "file"]
+        commands = [c for c in goals if c["kind"] == "command"]
         if commands:
             results += self._run_commands(commands, files)
         passed = sum(results)
         details = {
             "passed": passed,
             "total": len(results),
+            "inputs_unchanged": invariants_kept,
             "bad_action_steps": list(final_state.get("bad_action_steps", [])),
         }
-        return (1.0 if results and passed == len(results) else 0.0), details
+        return (1.0 if results and passed == len(results) and invariants_kept else 0.0), details
 
     def _run_commands(self, commands: list[dict[str, Any]], files: dict[str, Any]) -> list[bool]:
         with shared_pool(self.backend).sandbox() as box:  # pristine; the agent never touched it
