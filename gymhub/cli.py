@@ -494,6 +494,15 @@ def build_image_command(
     out.print(load_part("gymhub.sandboxes.image_build:build_image")(tag, mirror=mirror, force=force))
 
 
+@sandbox_app.command("prune")
+def sandbox_prune_command() -> None:
+    """Remove docker sandbox containers left behind by processes that were killed."""
+    from gymhub.registry import load_part
+
+    removed = load_part("gymhub.sandboxes.docker_backend:prune_containers")()
+    out.print(f"removed {len(removed)} orphaned sandbox container(s) {' '.join(removed)}".rstrip())
+
+
 @sandbox_app.command("check")
 def sandbox_check_command() -> None:
     """Which sandbox backends work on this machine, and why not where they do not."""

@@ -12,6 +12,7 @@ Files go through the server too: ``put_archive`` does not see a tmpfs.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -22,6 +23,31 @@ from gymhub.sandboxes.job_client import SERVER_ENV, SERVER_SOURCE, JobServerSand
 DEFAULT_IMAGE = "gymhub-sandbox:bookworm"
 SERVER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER"]
 LABEL = "gymhub.sandbox"
+OWNER_LABEL = "gymhub.owner-pid"
+
+
+def prune_containers() -> list[str]:
+    """Remove sandbox containers whose owning process is gone (it was killed before closing
+    them); returns their ids. Containers of live processes are left alone."""
+    client = docker_client()
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        owner = int(container.labels.get(OWNER_LABEL, "0") or 0)
+        if owner and _alive(owner):
+            continue
+        container.remove(force=True)
+        removed.append(container.short_id)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def docker_client() -> Any:
@@ -105,7 +131,7 @@ class DockerSandbox(JobServerSandbox):
                 cap_drop=["ALL"],
                 cap_add=SERVER_CAPS,
                 security_opt=["no-new-privileges"],
-                labels={LABEL: "1"},
+                labels={LABEL: "1", OWNER_LABEL: str(os.getpid())},
                 tmpfs={"/work": f"size={self.tmpfs_mb}m,mode=0755,exec", "/tmp": "size=64m,mode=1777"},
                 volumes={
                     str(self.ipc_dir): {"bind": "/run/gymhub", "mode": "rw"},

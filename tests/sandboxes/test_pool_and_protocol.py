@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import sys
 import time
 
 import pytest
@@ -138,3 +139,39 @@ def test_code_verdicts_are_identical_on_every_backend() -> None:
     reference = verdicts["local"]
     assert len(reference) == 32
     assert all(v == reference for v in verdicts.values())
+
+
+def test_prune_removes_containers_of_killed_processes_only() -> None:
+    import os
+    import signal
+
+    from backends import require
+
+    require("docker")
+    script = (
+        "from gymhub.sandboxes import create_sandbox\nimport sys, time\n"
+        "box = create_sandbox('docker')\nprint(box.container.id, flush=True)\ntime.sleep(600)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    container_id = child.stdout.readline().strip()  # type: ignore[union-attr]
+    with create_sandbox("docker") as mine:  # ours: alive, must survive the prune
+        os.kill(child.pid, signal.SIGKILL)  # the owner dies without closing its container
+        child.wait()
+        listed = subprocess.run(
+            ["docker", "ps", "-aq", "--no-trunc", "--filter", f"id={container_id}"],
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert listed.strip()
+        pruned = subprocess.run(
+            [sys.executable, "-m", "gymhub.cli", "sandbox", "prune"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert "removed 1" in pruned
+        listed = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"id={container_id}"], capture_output=True, text=True
+        ).stdout
+        assert not listed.strip()
+        assert mine.alive()
