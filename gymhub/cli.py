@@ -534,6 +534,28 @@ def new_env_command(
     out.print(f"created {root}: `pip install -e {root}` registers {name}-v0; `pytest {root}/tests` checks it")
 
 
+@app.command("serve")
+def serve_command(
+    env_ids: list[str] = typer.Argument(None, help="Envs to serve (default: all)."),
+    host: str = typer.Option("127.0.0.1", help="Bind address (loopback by default)."),
+    port: int = typer.Option(8000, help="Port."),
+    token: str | None = typer.Option(
+        None, envvar="GYMHUB_TOKEN", help="Bearer token (required off loopback)."
+    ),
+    ttl: float = typer.Option(600.0, help="Idle seconds before a session is closed."),
+) -> None:
+    """Serve environments as HTTP sessions (OpenAPI at /docs and /openapi.json)."""
+    import uvicorn
+
+    from gymhub.server import create_app
+
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        raise GymhubError(f"binding to {host} exposes the envs: give --token (or GYMHUB_TOKEN)")
+    uvicorn.run(
+        create_app(env_ids or None, token=token, ttl_s=ttl), host=host, port=port, log_level="warning"
+    )
+
+
 @app.command("export")
 def export_command(
     run: str = typer.Argument(..., help="Run id."),

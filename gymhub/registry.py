@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import threading
 from importlib import metadata, resources
 from typing import TYPE_CHECKING, Any
 
@@ -56,20 +57,26 @@ class EnvSpec(BaseModel):
 
 _SPECS: dict[str, EnvSpec] = {}
 _LOADED = False
+_LOAD_LOCK = threading.RLock()
 
 
 def _load() -> None:
+    """Read registry.yaml and the entry points once. Thread-safe: the rollout engine and the
+    HTTP server build envs from worker threads, and none may see a half-filled registry."""
     global _LOADED
     if _LOADED:
         return
-    _LOADED = True
-    text = resources.files("gymhub").joinpath("registry.yaml").read_text(encoding="utf-8")
-    for env_id, fields in (yaml.safe_load(text) or {}).get("envs", {}).items():
-        _add(EnvSpec(id=env_id, source="registry.yaml", **fields))
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name not in _SPECS:
-            dist = ep.dist.name if ep.dist is not None else "?"
-            _add(EnvSpec(id=ep.name, entry_point=ep.value, source=f"entry point ({dist})"))
+    with _LOAD_LOCK:
+        if _LOADED:
+            return
+        text = resources.files("gymhub").joinpath("registry.yaml").read_text(encoding="utf-8")
+        for env_id, fields in (yaml.safe_load(text) or {}).get("envs", {}).items():
+            _add(EnvSpec(id=env_id, source="registry.yaml", **fields))
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name not in _SPECS:
+                dist = ep.dist.name if ep.dist is not None else "?"
+                _add(EnvSpec(id=ep.name, entry_point=ep.value, source=f"entry point ({dist})"))
+        _LOADED = True  # only now: a reader never sees a half-filled registry
 
 
 def _add(spec: EnvSpec) -> None:

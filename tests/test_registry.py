@@ -84,3 +84,17 @@ def test_third_party_package_is_found_through_its_entry_point(tmp_path: Path) ->
     )
     summary = json.loads(rolled.stdout)
     assert summary["trajectories"] == 3 and summary["mean_outcome"] == 1.0
+
+
+def test_first_load_is_thread_safe() -> None:
+    # Found by the HTTP load test: a second thread saw a half-filled registry ("unknown env").
+    code = (
+        "import threading, gymhub.registry as r\nerrors = []\n"
+        "def go():\n    try:\n        r.make('toy-letters-v0')\n"
+        "    except Exception as e:\n        errors.append(e)\n"
+        "threads = [threading.Thread(target=go) for _ in range(16)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\nprint(len(errors))"
+    )
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip() == "0"

@@ -1,0 +1,220 @@
+"""``gymhub serve``: environments as HTTP sessions (FastAPI), for trainers in other processes.
+
+Create a session (= reset), step it, read its state, close it; verify a trajectory; list envs;
+``/healthz`` and Prometheus ``/metrics``; the OpenAPI document at ``/openapi.json``. Binds to
+loopback by default; any other bind needs a bearer token, and then every request without it
+is refused. Sessions expire after ``ttl_s`` idle seconds (their env and sandbox are closed)
+and each client may hold at most ``max_sessions_per_client``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, Field
+
+from gymhub.env import Env
+from gymhub.errors import GymhubError
+from gymhub.registry import list_envs, make, spec
+from gymhub.types import Trajectory, Verdict
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class CreateSession(BaseModel):
+    env_id: str
+    seed: int | None = None
+    task_id: str | None = None
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepRequest(BaseModel):
+    action: str | dict[str, Any]
+
+
+class VerifyRequest(BaseModel):
+    trajectory: Trajectory
+
+
+@dataclass
+class Session:
+    id: str
+    env_id: str
+    env: Env
+    client: str
+    last_used: float = field(default_factory=time.monotonic)
+    steps: int = 0
+    done: bool = False
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def _jsonable(info: dict[str, Any]) -> dict[str, Any]:
+    out = dict(info)
+    if isinstance(out.get("verdict"), Verdict):
+        out["verdict"] = out["verdict"].model_dump(mode="json")
+    return out
+
+
+def create_app(
+    env_ids: list[str] | None = None,
+    *,
+    token: str | None = None,
+    ttl_s: float = 600.0,
+    max_sessions_per_client: int = 64,
+) -> FastAPI:
+    allowed = set(env_ids or [s.id for s in list_envs()])
+    sessions: dict[str, Session] = {}
+    metrics: Counter[str] = Counter()
+
+    async def reap_idle() -> None:
+        while True:
+            await asyncio.sleep(min(ttl_s, 5.0))
+            now = time.monotonic()
+            for sid, s in list(sessions.items()):
+                if now - s.last_used > ttl_s and not s.lock.locked():
+                    sessions.pop(sid, None)
+                    metrics["sessions_expired_total"] += 1
+                    await s.env.aclose()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(reap_idle())
+        yield
+        reaper.cancel()
+        for s in list(sessions.values()):
+            await s.env.aclose()
+        sessions.clear()
+
+    app = FastAPI(title="gymhub", version="0.1.0", lifespan=lifespan)
+
+    @app.middleware("http")
+    async def limits(request: Request, call_next: Any) -> Any:
+        metrics["requests_total"] += 1
+        if token is not None and request.url.path != "/healthz":
+            if request.headers.get("authorization") != f"Bearer {token}":
+                return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
+        size = request.headers.get("content-length")
+        if size is not None and size.isdigit() and int(size) > MAX_BODY_BYTES:
+            return JSONResponse({"detail": f"body over {MAX_BODY_BYTES} bytes"}, status_code=413)
+        return await call_next(request)
+
+    def client_of(request: Request) -> str:
+        return request.headers.get("authorization") or (request.client.host if request.client else "?")
+
+    def session_of(sid: str) -> Session:
+        found = sessions.get(sid)
+        if found is None:
+            raise HTTPException(
+                404, f"no session {sid!r} (closed, expired after {ttl_s:g} s idle, or never made)"
+            )
+        return found
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok", "sessions": len(sessions)}
+
+    @app.get("/envs")
+    async def envs() -> list[dict[str, Any]]:
+        return [s.model_dump() for s in list_envs() if s.id in allowed]
+
+    @app.get("/envs/{env_id}")
+    async def env_spec(env_id: str) -> dict[str, Any]:
+        if env_id not in allowed:
+            raise HTTPException(404, f"env {env_id!r} is not served here")
+        return spec(env_id).model_dump()
+
+    @app.post("/sessions")
+    async def create(body: CreateSession, client: str = Depends(client_of)) -> dict[str, Any]:
+        if body.env_id not in allowed:
+            raise HTTPException(404, f"env {body.env_id!r} is not served here; see GET /envs")
+        if sum(1 for s in sessions.values() if s.client == client) >= max_sessions_per_client:
+            raise HTTPException(
+                429, f"at most {max_sessions_per_client} sessions per client: close some first"
+            )
+        try:
+            env = await asyncio.to_thread(make, body.env_id, **body.kwargs)
+            options = {"task_id": body.task_id} if body.task_id else None
+            observation, info = await env.areset(seed=body.seed, options=options)
+        except (GymhubError, TypeError, ValueError) as exc:
+            raise HTTPException(400, str(exc)) from exc
+        sid = uuid.uuid4().hex
+        sessions[sid] = Session(sid, body.env_id, env, client)
+        metrics["sessions_created_total"] += 1
+        return {"session_id": sid, "observation": observation, "info": _jsonable(info)}
+
+    @app.post("/sessions/{sid}/step")
+    async def step(sid: str, body: StepRequest) -> dict[str, Any]:
+        s = session_of(sid)
+        async with s.lock:
+            if s.done:
+                raise HTTPException(409, "the episode is over: create a new session")
+            action: Any = body.action
+            if isinstance(action, dict) and set(action) == {"bytes_b64"}:
+                action = base64.b64decode(str(action["bytes_b64"]))
+            observation, reward, terminated, truncated, info = await s.env.astep(action)
+            s.steps += 1
+            s.done = terminated or truncated
+            s.last_used = time.monotonic()
+        metrics["steps_total"] += 1
+        return {
+            "observation": observation,
+            "reward": reward,
+            "terminated": terminated,
+            "truncated": truncated,
+            "info": _jsonable(info),
+        }
+
+    @app.get("/sessions/{sid}")
+    async def state(sid: str) -> dict[str, Any]:
+        s = session_of(sid)
+        return {
+            "session_id": sid,
+            "env_id": s.env_id,
+            "steps": s.steps,
+            "done": s.done,
+            "idle_s": round(time.monotonic() - s.last_used, 3),
+        }
+
+    @app.delete("/sessions/{sid}")
+    async def close(sid: str) -> dict[str, Any]:
+        s = sessions.pop(sid, None)
+        if s is None:
+            raise HTTPException(404, f"no session {sid!r}")
+        await s.env.aclose()
+        return {"closed": sid}
+
+    @app.post("/verify")
+    async def verify(body: VerifyRequest) -> dict[str, Any]:
+        from gymhub.reverify import replay
+
+        t = body.trajectory
+        if t.env_id not in allowed:
+            raise HTTPException(404, f"env {t.env_id!r} is not served here")
+        env = await asyncio.to_thread(make, t.env_id)
+        try:
+            verdict = await replay(env, t)
+        except GymhubError as exc:
+            raise HTTPException(400, str(exc)) from exc
+        finally:
+            await env.aclose()
+        if verdict is None:
+            raise HTTPException(400, "the trajectory's actions do not end the episode")
+        return verdict.model_dump(mode="json")
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def prometheus() -> str:
+        lines = [f"gymhub_{name} {value}" for name, value in sorted(metrics.items())]
+        lines.append(f"gymhub_sessions_open {len(sessions)}")
+        return "\n".join(lines) + "\n"
+
+    return app
