@@ -80,3 +80,17 @@ def scripted_tool_calls(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[st
         }
         for i, (name, args) in enumerate(calls)
     ]
+
+
+def tool_schema(
+    name: str, description: str, properties: dict[str, Any] | None = None, required: list[str] | None = None
+) -> dict[str, Any]:
+    """One tool in the OpenAI tools JSON schema (what every env's ``tools()`` returns)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties or {}, "required": required or []},
+        },
+    }

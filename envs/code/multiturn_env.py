@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from gymhub.env import Env, EnvReply
 from gymhub.envs.code.tasks import build_code_tasks
 from gymhub.envs.code.verifier import CodeUnitTestVerifier
-from gymhub.tool_calls import scripted_tool_calls
+from gymhub.tool_calls import scripted_tool_calls, tool_schema
 from gymhub.types import Message, Task, ToolCall
 from gymhub.verifiers.checkers.function_tests import FunctionTest, run_function_tests
 
@@ -24,15 +24,7 @@ TEST_FILE = "tests/test_visible.py"
 NUDGE = "Use the tools: write_file, run_tests, submit."
 
 
-def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        },
-    }
+_tool = tool_schema
 
 
 TOOLS = [

@@ -14,6 +14,7 @@ from gymhub.env import Env, EnvReply
 from gymhub.envs.search.corpus import documents
 from gymhub.envs.search.engines import ENGINES
 from gymhub.envs.search.tasks import build_search_tasks
+from gymhub.tool_calls import tool_schema
 from gymhub.types import Message, Task, ToolCall
 from gymhub.verifiers.base import BaseVerifier
 from gymhub.verifiers.checkers.text_match import normalized_match, token_f1
@@ -21,15 +22,7 @@ from gymhub.verifiers.checkers.text_match import normalized_match, token_f1
 MAX_K = 10
 
 
-def _tool(name: str, description: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": props, "required": required},
-        },
-    }
+_tool = tool_schema
 
 
 TOOLS = [
