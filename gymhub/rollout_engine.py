@@ -162,10 +162,12 @@ async def run_episode(
         messages = [message_from_openai(m) for m in info["messages"]]
         tools = info["tools"]
         turns.append(Turn(source="env", messages=tuple(messages)))
+        context: list[int] | None = []  # the episode's token ids so far; None once inconsistent
         for turn_index in range(10_000):
             t0 = time.perf_counter()
             reply = await episode_policy.act(messages, tools, seed=seed + turn_index)
             timings["policy_s"] += time.perf_counter() - t0
+            context = _attach_env_tokens(turns, context, reply)
             turns.append(_policy_turn(reply))
             t0 = time.perf_counter()
             _, _, terminated, truncated, step_info = await env.astep(reply.message)
@@ -193,6 +195,24 @@ async def run_episode(
             error=f"{type(exc).__name__}: {exc}"[:2000],
             timings=timings,
         )
+
+
+def _attach_env_tokens(turns: list[Turn], context: list[int] | None, reply: PolicyReply) -> list[int] | None:
+    """Token in, token out: give the env turn before ``reply`` the ids the policy appended.
+
+    A policy that reports its prompt ids and keeps its context (the hf policy) sends, at turn
+    k+1, a prompt that starts with turn k's prompt and sampled ids; what follows them is the
+    env's reply as tokens. A policy that re-renders its prompt breaks that, and then the
+    trajectory simply has no token-level record (``context`` becomes None).
+    """
+    prompt = reply.prompt_token_ids
+    if context is None or prompt is None or not reply.token_ids:
+        return None
+    if prompt[: len(context)] != tuple(context):
+        return None
+    delta = prompt[len(context) :]
+    turns[-1] = turns[-1].model_copy(update={"token_ids": tuple(delta), "loss_mask": (0,) * len(delta)})
+    return [*prompt, *reply.token_ids]
 
 
 def _policy_turn(reply: PolicyReply) -> Turn:

@@ -5,6 +5,13 @@ them), sampled with ``generate``, and the reply carries the sampled token ids an
 behaviour log-probs, computed from the processed scores at sampling time — the distribution
 the tokens were actually drawn from (after temperature / top-k / top-p). Generation runs in a
 worker thread, one at a time per model; with a seed it is reproducible.
+
+Token in, token out: within an episode the policy never re-renders the chat. Its context is
+the first prompt's ids, then each reply's sampled ids exactly as sampled, then the
+environment's messages tokenised through the chat template and appended (see
+:meth:`HFPolicy.continuation_ids`). So ``prompt_token_ids`` of turn k+1 always starts with
+turn k's prompt and sampled ids, which is what lets the rollout engine build an exact
+token-level record of the episode.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ class HFPolicy:
         self._model = model
         self._tokenizer = tokenizer
         self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
 
     @classmethod
     def from_spec(cls, argument: str, **options: Any) -> HFPolicy:
@@ -49,10 +57,22 @@ class HFPolicy:
             raise PolicyError("hf policy needs a model path, e.g. hf:./models/tiny")
         return cls(argument, **options)
 
-    def for_episode(self, task: Task) -> HFPolicy:
-        return self
+    def for_episode(self, task: Task) -> HFEpisode:
+        return HFEpisode(self)
+
+    @property
+    def model(self) -> Any:
+        return self._load()[0]
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._load()[1]
 
     def _load(self) -> tuple[Any, Any]:
+        with self._load_lock:  # two episodes starting at once must not load the model twice
+            return self._load_once()
+
+    def _load_once(self) -> tuple[Any, Any]:
         if self._model is None:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -77,14 +97,45 @@ class HFPolicy:
             ids = ids["input_ids"]
         return [int(i) for i in ids]
 
+    def continuation_ids(
+        self, sampled: list[int], env_messages: list[Message], tools: list[dict[str, Any]]
+    ) -> list[int]:
+        """The ids that follow a sampled reply when the env answers with ``env_messages``.
+
+        The template's end of an assistant turn (e.g. ``<|im_end|>\\n``) minus what the
+        sampler already produced of it, then the env's messages and the next generation
+        prompt, rendered by the chat template. Found by rendering a probe chat with and
+        without the env messages and taking the difference as text.
+        """
+        _, tok = self._load()
+        marker = "GYMHUB-SAMPLED-REPLY"
+        probe = [{"role": "user", "content": "."}, {"role": "assistant", "content": marker}]
+        kwargs: dict[str, Any] = {"tokenize": False}
+        if tools:
+            kwargs["tools"] = tools
+        before = tok.apply_chat_template(probe, **kwargs)
+        after = tok.apply_chat_template(
+            probe + [m.to_openai() for m in env_messages], add_generation_prompt=True, **kwargs
+        )
+        if not after.startswith(before) or marker not in before:
+            raise PolicyError("the chat template does not render env messages as a pure append")
+        end_of_turn = before[before.index(marker) + len(marker) :]
+        produced = tok.decode(sampled, skip_special_tokens=False)
+        overlap = next(k for k in range(len(end_of_turn), -1, -1) if produced.endswith(end_of_turn[:k]))
+        text = end_of_turn[overlap:] + after[len(before) :]
+        return [int(i) for i in tok(text, add_special_tokens=False)["input_ids"]]
+
     def _generate(
         self, messages: list[Message], tools: list[dict[str, Any]], seed: int | None
     ) -> PolicyReply:
+        return self.generate_from_ids(self.prompt_ids(messages, tools), seed)
+
+    def generate_from_ids(self, prompt: list[int], seed: int | None) -> PolicyReply:
+        """Sample a reply to the context ``prompt`` (token ids), with behaviour log-probs."""
         import torch
 
         model, tok = self._load()
         start = time.perf_counter()
-        prompt = self.prompt_ids(messages, tools)
         input_ids = torch.tensor([prompt], device=self.device)
         with self._lock, torch.no_grad():
             if seed is not None:
@@ -119,6 +170,45 @@ class HFPolicy:
         self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
     ) -> PolicyReply:
         return await asyncio.to_thread(self._generate, messages, tools, seed)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class HFEpisode:
+    """One episode of an :class:`HFPolicy`: keeps the token context between turns.
+
+    The first turn renders the chat; every later turn appends the previous reply's sampled
+    ids and the env messages' template tokens to the context, never re-rendering it.
+    """
+
+    def __init__(self, policy: HFPolicy) -> None:
+        self.policy = policy
+        self.id = policy.id
+        self._context: list[int] | None = None
+        self._seen = 0  # messages already in the context
+        self._last: list[int] = []  # the previous reply's sampled ids
+
+    def for_episode(self, task: Task) -> HFEpisode:
+        return HFEpisode(self.policy)
+
+    def _prompt(self, messages: list[Message], tools: list[dict[str, Any]], last: list[int]) -> list[int]:
+        if self._context is None:
+            return self.policy.prompt_ids(messages, tools)
+        new = messages[self._seen :]
+        if not new or new[0].role != "assistant":
+            raise PolicyError("an episode's chat must continue with this policy's own reply")
+        return self._context + self.policy.continuation_ids(last, new[1:], tools)
+
+    async def act(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
+    ) -> PolicyReply:
+        prompt = await asyncio.to_thread(self._prompt, messages, tools, self._last)
+        reply = await asyncio.to_thread(self.policy.generate_from_ids, prompt, seed)
+        self._last = list(reply.token_ids)
+        self._context = prompt + self._last
+        self._seen = len(messages)
+        return reply
 
     async def aclose(self) -> None:
         pass
