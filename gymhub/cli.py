@@ -556,6 +556,25 @@ def serve_command(
     )
 
 
+@app.command("mcp")
+def mcp_command(
+    env_id: str = typer.Argument(..., help="The env to serve."),
+    transport: str = typer.Option("stdio", help="stdio | http"),
+    host: str = typer.Option("127.0.0.1", help="Bind address for --transport http."),
+    port: int = typer.Option(8001, help="Port for --transport http."),
+) -> None:
+    """Serve an env's tools, plus list_tasks / reset / submit, over MCP (fastmcp)."""
+    from gymhub.mcp_server import build_mcp_server
+
+    server = build_mcp_server(env_id)
+    if transport == "stdio":
+        server.run(transport="stdio", show_banner=False)
+    elif transport == "http":
+        server.run(transport="http", host=host, port=port, show_banner=False)
+    else:
+        raise GymhubError(f"unknown transport {transport!r}: use stdio or http")
+
+
 @app.command("export")
 def export_command(
     run: str = typer.Argument(..., help="Run id."),

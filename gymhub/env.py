@@ -91,6 +91,7 @@ class _Episode:
     bad_actions: list[int] = field(default_factory=list)
     step_index: int = 0
     done: bool = False
+    end_requested: bool = False
 
 
 class Env(gymnasium.Env[str, Any]):
@@ -243,7 +244,7 @@ class Env(gymnasium.Env[str, Any]):
         reply_messages = [_cap_message(m, self.max_observation_chars) for m in reply.messages]
         ep.turns.append(Turn(source="env", messages=tuple(reply_messages)))
         terminated = reply.done
-        truncated = not terminated and ep.step_index >= self.max_turns
+        truncated = not terminated and (ep.step_index >= self.max_turns or ep.end_requested)
         info: dict[str, Any] = {"task_id": ep.task.id, "messages": [m.to_openai() for m in reply_messages]}
         reward = 0.0
         if terminated or truncated:
@@ -254,6 +255,14 @@ class Env(gymnasium.Env[str, Any]):
             await self.end_episode()
         observation = "\n".join(m.content for m in reply_messages)
         return observation, reward, terminated, truncated, info
+
+    async def afinish(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Step ``action`` as the episode's last: if the env does not terminate, it is
+        truncated there, so the verdict always comes back (an agent that stops talking, an
+        MCP client's ``submit``, a trainer scoring a completion)."""
+        if self._episode is not None:
+            self._episode.end_requested = True
+        return await self.astep(action)
 
     async def aclose(self) -> None:
         if self._episode is not None and not self._episode.done:
@@ -268,6 +277,9 @@ class Env(gymnasium.Env[str, Any]):
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         return self._run(self.astep(action))
+
+    def finish(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        return self._run(self.afinish(action))
 
     def close(self) -> None:
         if self._episode is not None:

@@ -3,10 +3,10 @@
 Trainers that generate on their own (TRL, verl, OpenRLHF) hand gymhub a task id and what the
 model wrote; :class:`CompletionScorer` replays it as the episode's actions in a fresh episode
 of the env and returns the verifier's :class:`~gymhub.types.Verdict` — read from the final
-state, as always, never from what the completion claims. The episode is cut after the given
-actions (``max_turns`` = their number), so a completion that never "submits" still gets a
-verdict. Verdicts are cached by (task, actions): two reward functions for one completion (the
-outcome and the path signal) share one verification. Envs are pooled, one per worker thread.
+state, as always, never from what the completion claims. The last action is stepped with
+:meth:`~gymhub.env.Env.finish`, so a completion that never "submits" still gets a verdict.
+Verdicts are cached by (task, actions): two reward functions for one completion (the outcome
+and the path signal) share one verification. Envs are pooled, one per worker thread.
 """
 
 from __future__ import annotations
@@ -94,10 +94,10 @@ class CompletionScorer:
     def _replay(self, task_id: str, actions: list[Message]) -> Verdict:
         env = self._take_env()
         try:
-            env.max_turns = len(actions)  # the episode ends with the completion, whatever it says
             env.reset(options={"task_id": task_id})
-            for action in actions:
-                _, _, terminated, truncated, info = env.step(action)
+            for i, action in enumerate(actions):
+                last = i == len(actions) - 1  # the episode ends with the completion, whatever it says
+                _, _, terminated, truncated, info = env.finish(action) if last else env.step(action)
                 if terminated or truncated:
                     verdict: Verdict = info["verdict"]
                     return verdict

@@ -137,11 +137,7 @@ class GymhubToolEnvironment:
     def _end_episode(self, completion: Any) -> Verdict:
         """Step the final answer (the last assistant message) and return the verdict."""
         if self.verdict is None:
-            final = _last_assistant(completion)
-            _, _, terminated, truncated, info = self.env.step(final)
-            if not (terminated or truncated):  # the agent stopped: the episode ends here
-                self.env.max_turns = 0
-                _, _, _, _, info = self.env.step(Message(role="assistant", content=""))
+            *_, info = self.env.finish(_last_assistant(completion))  # the agent stopped: the end
             self.verdict = info["verdict"]
         return self.verdict
 

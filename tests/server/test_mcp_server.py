@@ -1,0 +1,122 @@
+"""`gymhub mcp ENV`: an env's tools over a real fastmcp server, driven by fastmcp's client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gymhub
+
+fastmcp = pytest.importorskip("fastmcp")
+
+from gymhub.mcp_server import build_mcp_server  # noqa: E402
+
+
+def _gymhub_cli() -> list[str]:
+    script = Path(sys.executable).with_name("gymhub")
+    return [str(script)] if script.exists() else [shutil.which("gymhub") or "gymhub"]
+
+
+async def _play_reference(client: Any, env_id: str, task: gymhub.Task) -> dict[str, Any]:
+    """Replay the task's reference solution through MCP tool calls; the last result."""
+    reset = await client.call_tool("reset", {"task_id": task.id})
+    assert reset.data["task_id"] == task.id and reset.data["prompt"] == task.prompt
+    result: dict[str, Any] = {}
+    for message in task.hidden["solutions"]["reference"]:
+        for call in message.get("tool_calls") or []:
+            reply = await client.call_tool(
+                call["function"]["name"], json.loads(call["function"]["arguments"])
+            )
+            result = reply.structured_content
+        if not message.get("tool_calls"):
+            result = (await client.call_tool("submit", {"answer": message["content"]})).structured_content
+    return result
+
+
+def test_tools_schemas_and_a_full_episode_with_verdict() -> None:
+    env = gymhub.make("mcp-tools-v0")
+    task = env.tasks[0]
+    [group] = gymhub.rollout("mcp-tools-v0", "reference", tasks=[task.id])
+    expected = group.trajectories[0].verdict
+
+    async def main() -> dict[str, Any]:
+        async with fastmcp.Client(build_mcp_server("mcp-tools-v0")) as client:
+            tools = {t.name: t for t in await client.list_tools()}
+            for spec in env.tools():
+                f = spec["function"]
+                assert tools[f["name"]].input_schema == f["parameters"]
+            assert {"list_tasks", "reset"} <= set(tools)
+            listed = (await client.call_tool("list_tasks", {"limit": 3})).data
+            assert [t["task_id"] for t in listed] == [t.id for t in env.tasks[:3]]
+            assert "hidden" not in json.dumps(listed)
+            return await _play_reference(client, "mcp-tools-v0", task)
+
+    result = asyncio.run(main())
+    assert result["done"] is True
+    assert result["verdict"]["outcome"] == expected.outcome == 1.0
+    assert result["verdict"]["path_signal"] == expected.path_signal
+
+
+def test_submit_ends_an_env_without_a_submit_tool_and_reads_the_state() -> None:
+    task = gymhub.make("search-v0").tasks[0]
+
+    async def main() -> tuple[Any, Any, Any]:
+        async with fastmcp.Client(build_mcp_server("search-v0")) as client:
+            with pytest.raises(fastmcp.exceptions.ToolError, match="call reset first"):
+                await client.call_tool("search", {"query": "x"})
+            await client.call_tool("reset", {"task_id": task.id})
+            bad = await client.call_tool("open", {"doc_id": "no-such-doc"})
+            final = await client.call_tool("submit", {"answer": "I am sure it is right."})
+            again = await client.call_tool("reset", {"task_id": task.id})
+            return bad, final, again
+
+    bad, final, again = asyncio.run(main())
+    assert bad.structured_content["done"] is False
+    assert final.structured_content["done"] is True
+    assert final.structured_content["verdict"]["outcome"] == 0.0  # a claim is not an answer
+    assert again.data["task_id"] == task.id  # a new episode starts after the verdict
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_stdio_and_http_transports_from_the_cli() -> None:
+    task = gymhub.make("mcp-tools-v0").tasks[1]
+    stdio = fastmcp.client.transports.StdioTransport(command=_gymhub_cli()[0], args=["mcp", "mcp-tools-v0"])
+
+    async def over(transport: Any) -> dict[str, Any]:
+        async with fastmcp.Client(transport, timeout=60) as client:
+            return await _play_reference(client, "mcp-tools-v0", task)
+
+    assert asyncio.run(over(stdio))["verdict"]["outcome"] == 1.0
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [*_gymhub_cli(), "mcp", "mcp-tools-v0", "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        assert asyncio.run(over(f"http://127.0.0.1:{port}/mcp"))["verdict"]["outcome"] == 1.0
+    finally:
+        server.terminate()
+        server.wait(10)
