@@ -11,6 +11,7 @@ import json
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -554,6 +555,42 @@ def serve_command(
     uvicorn.run(
         create_app(env_ids or None, token=token, ttl_s=ttl), host=host, port=port, log_level="warning"
     )
+
+
+@app.command("serve-reward")
+def serve_reward_command(
+    env_id: str = typer.Argument(..., help="The env whose verifier scores the completions."),
+    host: str = typer.Option("127.0.0.1", help="Bind address (loopback by default)."),
+    port: int = typer.Option(5000, help="Port."),
+    workers: int = typer.Option(2, help="Episodes verified at once."),
+) -> None:
+    """OpenRLHF's remote reward protocol (--remote_rm_url http://HOST:PORT/get_reward)."""
+    import uvicorn
+
+    from gymhub.registry import load_part
+    from gymhub.scoring import CompletionScorer
+
+    app_factory = load_part("gymhub.trainers.openrlhf:create_reward_app")
+    scorer = CompletionScorer(env_id, workers=workers)
+    uvicorn.run(app_factory(env_id, scorer=scorer), host=host, port=port, log_level="warning")
+
+
+@app.command("openrlhf-agent")
+def openrlhf_agent_command(
+    env_id: str = typer.Argument(..., help="The env the agent acts in."),
+    tokenizer: str = typer.Option(..., help="The policy model's path (its chat template renders env turns)."),
+    output: Path = typer.Option(Path("gymhub_agent.py"), "-o", "--output", help="Agent file to write."),
+    data: Path | None = typer.Option(None, help="Also write the prompt dataset (JSONL) here."),
+    split: str = typer.Option("train", help="Split of the dataset."),
+) -> None:
+    """Write an OpenRLHF --agent_func_path file (and its prompt dataset) for an env."""
+    from gymhub.registry import load_part
+
+    output.write_text(load_part("gymhub.trainers.openrlhf:agent_file_source")(env_id, tokenizer))
+    out.print(f"wrote {output}")
+    if data is not None:
+        n = load_part("gymhub.trainers.openrlhf:write_dataset")(env_id, data, split)
+        out.print(f"wrote {data}: {n} prompts (--input_key prompt --label_key label --apply_chat_template)")
 
 
 @app.command("mcp")

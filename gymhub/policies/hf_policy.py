@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from gymhub.chat_template import env_turn_text
 from gymhub.errors import PolicyError
 from gymhub.policies.base import PolicyReply
 from gymhub.types import Message, Task
@@ -100,29 +101,11 @@ class HFPolicy:
     def continuation_ids(
         self, sampled: list[int], env_messages: list[Message], tools: list[dict[str, Any]]
     ) -> list[int]:
-        """The ids that follow a sampled reply when the env answers with ``env_messages``.
-
-        The template's end of an assistant turn (e.g. ``<|im_end|>\\n``) minus what the
-        sampler already produced of it, then the env's messages and the next generation
-        prompt, rendered by the chat template. Found by rendering a probe chat with and
-        without the env messages and taking the difference as text.
-        """
+        """The ids that follow the sampled reply ``sampled`` when the env answers with
+        ``env_messages`` (see :func:`gymhub.chat_template.env_turn_text`)."""
         _, tok = self._load()
-        marker = "GYMHUB-SAMPLED-REPLY"
-        probe = [{"role": "user", "content": "."}, {"role": "assistant", "content": marker}]
-        kwargs: dict[str, Any] = {"tokenize": False}
-        if tools:
-            kwargs["tools"] = tools
-        before = tok.apply_chat_template(probe, **kwargs)
-        after = tok.apply_chat_template(
-            probe + [m.to_openai() for m in env_messages], add_generation_prompt=True, **kwargs
-        )
-        if not after.startswith(before) or marker not in before:
-            raise PolicyError("the chat template does not render env messages as a pure append")
-        end_of_turn = before[before.index(marker) + len(marker) :]
         produced = tok.decode(sampled, skip_special_tokens=False)
-        overlap = next(k for k in range(len(end_of_turn), -1, -1) if produced.endswith(end_of_turn[:k]))
-        text = end_of_turn[overlap:] + after[len(before) :]
+        text = env_turn_text(tok, produced, env_messages, tools)
         return [int(i) for i in tok(text, add_special_tokens=False)["input_ids"]]
 
     def _generate(
