@@ -162,7 +162,7 @@ def test_base_tool_shares_one_episode_per_rollout_and_rewards_at_the_end() -> No
 
     results = asyncio.run(main())
     assert all(r[1] == 0.0 for r in results[:-1])
-    response, reward, metrics = results[-1]
+    _, reward, metrics = results[-1]
     beta = gymhub.make("mcp-tools-v0").reward_config.beta
     assert metrics["outcome"] == 1.0 and reward == pytest.approx(1.0 + beta * metrics["path_signal"])
     assert "rollout-1" not in GymhubTool._episodes  # released when the episode ended
