@@ -139,6 +139,8 @@ def rollout_command(
     ),
     run_id: str | None = typer.Option(None, "--run-id", help="Name the new run."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
+    backend: str = typer.Option("local", help="local | ray (env workers as Ray actors)."),
+    address: str | None = typer.Option(None, help="Ray cluster address (default: a local Ray)."),
 ) -> None:
     """Roll a policy out on an env, store every trajectory, print a summary."""
     from gymhub.registry import list_envs
@@ -166,6 +168,7 @@ def rollout_command(
                 run_id if len(env_ids) == 1 else None,
                 as_json,
                 sandbox,
+                _episode_backend(backend, address),
             )
         )
     store.close()
@@ -173,6 +176,18 @@ def rollout_command(
         _emit_json(summaries[0] if len(summaries) == 1 else {"runs": summaries})
     else:
         _print_summary(summaries, db)
+
+
+def _episode_backend(name: str, address: str | None) -> Any:
+    if name == "local":
+        if address:
+            raise GymhubError("--address names a Ray cluster: use it with --backend ray")
+        return "local"
+    if name == "ray":
+        from gymhub.ray_backend import RayBackend
+
+        return RayBackend(address)
+    raise GymhubError(f"--backend must be local or ray, not {name!r}")
 
 
 def _rollout_one(
@@ -188,6 +203,7 @@ def _rollout_one(
     run_id: str | None,
     quiet: bool,
     sandbox: str | None = None,
+    backend: Any = "local",
 ) -> dict[str, Any]:
     from gymhub.registry import make
     from gymhub.rollout_engine import arollout, select_tasks
@@ -250,6 +266,7 @@ def _rollout_one(
             skip=skip,
             env_kwargs=env_kwargs,
             on_trajectory=lambda _t: progress.advance(bar),
+            backend=backend,
         ):
             pass
 

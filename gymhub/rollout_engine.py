@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gymhub.env import Env, message_from_openai
 from gymhub.errors import GymhubError
@@ -64,17 +64,28 @@ async def arollout(
     env_kwargs: dict[str, Any] | None = None,
     skip: set[tuple[str, int]] | None = None,
     on_trajectory: Callable[[Trajectory], None] | None = None,
+    backend: str | EpisodeBackend = "local",
 ) -> AsyncIterator[TrajectoryGroup]:
-    """Yield one TrajectoryGroup per task as soon as its G trajectories are done."""
-    from gymhub.policies import make_policy
+    """Yield one TrajectoryGroup per task as soon as its G trajectories are done.
 
+    ``backend`` runs the episodes: ``"local"`` (env instances in this process) or ``"ray"`` /
+    a :class:`gymhub.ray_backend.RayBackend` (env workers as Ray actors). Either way the
+    trajectories come back here, where they are stored and grouped.
+    """
     if group_size < 1 or concurrency < 1:
         raise GymhubError("group_size and concurrency must be at least 1")
-    policy_obj = make_policy(policy)
     env_kwargs = {"split": split, **(env_kwargs or {})}
-    envs = [make(env_id, **env_kwargs) for _ in range(concurrency)]
-    reward: RewardConfig = envs[0].reward_config
-    chosen = select_tasks(envs[0], tasks)
+    if backend == "ray":
+        from gymhub.ray_backend import RayBackend
+
+        backend = RayBackend()
+    episode_backend = backend if not isinstance(backend, str) else LocalBackend()
+    if isinstance(backend, str) and backend != "local":
+        raise GymhubError(f"unknown rollout backend {backend!r}: use local or ray")
+    probe = make(env_id, **env_kwargs)
+    reward: RewardConfig = probe.reward_config
+    chosen = select_tasks(probe, tasks)
+    runners = await episode_backend.start(env_id, env_kwargs, policy, concurrency)
     run_id = run_id or uuid.uuid4().hex[:12]
     skip = skip or set()
     jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
@@ -85,14 +96,14 @@ async def arollout(
             pending[task.id] = len(todo)
         for k in todo:
             jobs.put_nowait(_Job(task, k, episode_seed(seed, task.id, k)))
-    for _ in envs:
+    for _ in runners:
         jobs.put_nowait(None)
     done: asyncio.Queue[Trajectory] = asyncio.Queue()
     store_lock = asyncio.Lock()
 
-    async def worker(env: Env) -> None:
+    async def worker(runner: EpisodeRunner) -> None:
         while (job := await jobs.get()) is not None:
-            trajectory = await run_episode(env, policy_obj, job.task, job.sample_index, job.seed, run_id)
+            trajectory = await runner.run(job.task, job.sample_index, job.seed, run_id)
             if store is not None:
                 async with store_lock:
                     await asyncio.to_thread(store.add_trajectory, run_id, trajectory)
@@ -100,7 +111,7 @@ async def arollout(
                 on_trajectory(trajectory)
             await done.put(trajectory)
 
-    workers = [asyncio.create_task(worker(env)) for env in envs]
+    workers = [asyncio.create_task(worker(runner)) for runner in runners]
     collected: dict[str, list[Trajectory]] = {}
     try:
         for _ in range(sum(pending.values())):
@@ -118,9 +129,59 @@ async def arollout(
         for w in workers:
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
-        for env in envs:
-            await env.aclose()
-        await policy_obj.aclose()
+        await episode_backend.stop(runners)
+        await probe.aclose()
+
+
+class EpisodeRunner(Protocol):
+    """Plays episodes one at a time: one env instance (local) or one env worker (Ray)."""
+
+    async def run(self, task: Task, sample_index: int, seed: int, run_id: str) -> Trajectory: ...
+
+    async def aclose(self) -> None: ...
+
+
+class EpisodeBackend(Protocol):
+    """Where episodes run; the engine stores and groups what comes back."""
+
+    async def start(
+        self, env_id: str, env_kwargs: dict[str, Any], policy: Policy | str, concurrency: int
+    ) -> list[EpisodeRunner]: ...
+
+    async def stop(self, runners: list[EpisodeRunner]) -> None: ...
+
+
+@dataclass
+class LocalRunner:
+    env: Env
+    policy: Policy
+
+    async def run(self, task: Task, sample_index: int, seed: int, run_id: str) -> Trajectory:
+        return await run_episode(self.env, self.policy, task, sample_index, seed, run_id)
+
+    async def aclose(self) -> None:
+        await self.env.aclose()
+
+
+class LocalBackend:
+    """``concurrency`` env instances in this process, driven by asyncio workers."""
+
+    def __init__(self) -> None:
+        self._policy: Policy | None = None
+
+    async def start(
+        self, env_id: str, env_kwargs: dict[str, Any], policy: Policy | str, concurrency: int
+    ) -> list[EpisodeRunner]:
+        from gymhub.policies import make_policy
+
+        self._policy = make_policy(policy)
+        return [LocalRunner(make(env_id, **env_kwargs), self._policy) for _ in range(concurrency)]
+
+    async def stop(self, runners: list[EpisodeRunner]) -> None:
+        for runner in runners:
+            await runner.aclose()
+        if self._policy is not None:
+            await self._policy.aclose()
 
 
 async def _next_result(done: asyncio.Queue[Trajectory], workers: list[asyncio.Task[None]]) -> Trajectory:

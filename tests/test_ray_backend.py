@@ -1,0 +1,90 @@
+"""Rollouts on a local Ray instance: same verdicts as the local backend, and a killed worker
+loses nothing and duplicates nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gymhub
+from gymhub.rollout_engine import arollout
+from gymhub.store import open_store
+
+ray = pytest.importorskip("ray")
+
+from gymhub.ray_backend import RayBackend  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ray_instance() -> Any:
+    ray.init(num_cpus=2, object_store_memory=200 * 1024**2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _digests(groups: list[gymhub.TrajectoryGroup]) -> dict[tuple[str, int], tuple[str, float]]:
+    return {
+        (t.task_id, t.sample_index): (t.verdict.digest, t.verdict.outcome)
+        for g in groups
+        for t in g.trajectories
+    }
+
+
+@pytest.mark.parametrize("env_id", ["code-python-v0", "mcp-tools-v0"])
+def test_ray_verdicts_equal_the_local_backends(ray_instance: Any, env_id: str) -> None:
+    kwargs: dict[str, Any] = {"tasks": 4, "group_size": 2, "concurrency": 2, "seed": 7, "run_id": "same"}
+    local = gymhub.rollout(env_id, "reference", **kwargs)
+    on_ray = gymhub.rollout(env_id, "reference", backend=RayBackend(), **kwargs)
+    assert all(t.status == "ok" for g in on_ray for t in g.trajectories)
+    assert _digests(on_ray) == _digests(local)
+    assert [g.advantages for g in on_ray] == [g.advantages for g in local]
+
+
+def test_a_killed_worker_loses_nothing_and_duplicates_nothing(ray_instance: Any, tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "ray.db"))
+    env = gymhub.make("code-python-v0")
+    tasks = env.tasks[:30]
+    store.create_run(
+        "r", env_id="code-python-v0", policy="reference", split="train", group_size=2, seed=0, tasks=tasks
+    )
+    backend = RayBackend()
+    done: list[Any] = []
+
+    async def drive() -> None:
+        async for group in arollout(
+            "code-python-v0",
+            "reference",
+            tasks=tasks,
+            group_size=2,
+            concurrency=2,
+            store=store,
+            run_id="r",
+            backend=backend,
+        ):
+            done.append(group)
+
+    thread = threading.Thread(target=asyncio.run, args=(drive(),))
+    thread.start()
+    deadline = time.monotonic() + 120
+    while len(store.load_trajectories("r")) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    victim = backend.runners[0].actor
+    os.kill(ray.get(victim.pid.remote()), signal.SIGKILL)  # the worker dies, mid-episode or between
+    thread.join(300)
+    assert not thread.is_alive()
+    stored = store.load_trajectories("r")
+    keys = [(t.task_id, t.sample_index) for t in stored]
+    assert len(keys) == len(set(keys)) == 60  # every episode once: none lost, none twice
+    assert all(t.status == "ok" and t.verdict.outcome == 1.0 for t in stored)
+    assert len(done) == 30 and backend.restarts >= 1
+    local = gymhub.rollout("code-python-v0", "reference", tasks=tasks, group_size=2, run_id="r")
+    assert {(t.task_id, t.sample_index): t.verdict.digest for t in stored} == {
+        k: v[0] for k, v in _digests(local).items()
+    }
