@@ -22,8 +22,13 @@ $(VENV)/.installed-base: pyproject.toml | $(VENV)/bin/python
 	$(PIP) -e ".[envs]"
 	touch $@
 
+# verl and OpenRLHF pin GPU builds (flash-attn, deepspeed, vllm): the adapter tests need only
+# their Python modules, so they go in without their requirements (the dev extra has the rest).
+ADAPTER_PKGS ?= verl==0.9.1 openrlhf==0.11.2
+
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(PIP) "$(TORCH)" -e ".[dev]"
+	$(PIP) --no-deps $(ADAPTER_PKGS)
 	touch $@ $(VENV)/.installed-base
 
 run: $(VENV)/.installed-base

@@ -21,7 +21,10 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from gymhub.env import Env
 from gymhub.errors import GymhubError
@@ -31,9 +34,28 @@ from gymhub.types import Trajectory, Verdict
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
+class ErrorBody(BaseModel):
+    """Every error answer: what went wrong, in words."""
+
+    detail: str
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the errors an operation can answer (401/413 come from any route)."""
+    words = {
+        400: "the request cannot be carried out (a body that is not JSON, bad task id or kwargs)",
+        401: "missing or wrong bearer token",
+        404: "no such env or session",
+        409: "the episode is over",
+        413: "request body too large",
+        429: "too many sessions for this client",
+    }
+    return {code: {"model": ErrorBody, "description": words[code]} for code in (401, 413, *codes)}
+
+
 class CreateSession(BaseModel):
     env_id: str
-    seed: int | None = None
+    seed: int | None = Field(None, ge=0, le=2**53)  # exact in every JSON parser
     task_id: str | None = None
     kwargs: dict[str, Any] = Field(default_factory=dict)
 
@@ -97,6 +119,19 @@ def create_app(
 
     app = FastAPI(title="gymhub", version="0.1.0", lifespan=lifespan)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # Allow: every method of every route on this path, not one route's
+            methods = {
+                m
+                for route in app.router.routes
+                if isinstance(route, APIRoute) and route.matches(request.scope)[0] != Match.NONE
+                for m in route.methods or ()
+            }
+            headers["Allow"] = ", ".join(sorted(methods))
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+
     @app.middleware("http")
     async def limits(request: Request, call_next: Any) -> Any:
         metrics["requests_total"] += 1
@@ -119,21 +154,21 @@ def create_app(
             )
         return found
 
-    @app.get("/healthz")
+    @app.get("/healthz", responses=_errors())
     async def healthz() -> dict[str, Any]:
         return {"status": "ok", "sessions": len(sessions)}
 
-    @app.get("/envs")
+    @app.get("/envs", responses=_errors())
     async def envs() -> list[dict[str, Any]]:
         return [s.model_dump() for s in list_envs() if s.id in allowed]
 
-    @app.get("/envs/{env_id}")
+    @app.get("/envs/{env_id}", responses=_errors(404))
     async def env_spec(env_id: str) -> dict[str, Any]:
         if env_id not in allowed:
             raise HTTPException(404, f"env {env_id!r} is not served here")
         return spec(env_id).model_dump()
 
-    @app.post("/sessions")
+    @app.post("/sessions", responses=_errors(400, 404, 429))
     async def create(body: CreateSession, client: str = Depends(client_of)) -> dict[str, Any]:
         if body.env_id not in allowed:
             raise HTTPException(404, f"env {body.env_id!r} is not served here; see GET /envs")
@@ -152,7 +187,7 @@ def create_app(
         metrics["sessions_created_total"] += 1
         return {"session_id": sid, "observation": observation, "info": _jsonable(info)}
 
-    @app.post("/sessions/{sid}/step")
+    @app.post("/sessions/{sid}/step", responses=_errors(400, 404, 409))
     async def step(sid: str, body: StepRequest) -> dict[str, Any]:
         s = session_of(sid)
         async with s.lock:
@@ -174,7 +209,7 @@ def create_app(
             "info": _jsonable(info),
         }
 
-    @app.get("/sessions/{sid}")
+    @app.get("/sessions/{sid}", responses=_errors(404))
     async def state(sid: str) -> dict[str, Any]:
         s = session_of(sid)
         return {
@@ -185,7 +220,7 @@ def create_app(
             "idle_s": round(time.monotonic() - s.last_used, 3),
         }
 
-    @app.delete("/sessions/{sid}")
+    @app.delete("/sessions/{sid}", responses=_errors(404))
     async def close(sid: str) -> dict[str, Any]:
         s = sessions.pop(sid, None)
         if s is None:
@@ -193,7 +228,7 @@ def create_app(
         await s.env.aclose()
         return {"closed": sid}
 
-    @app.post("/verify")
+    @app.post("/verify", responses=_errors(400, 404))
     async def verify(body: VerifyRequest) -> dict[str, Any]:
         from gymhub.reverify import replay
 
@@ -211,7 +246,7 @@ def create_app(
             raise HTTPException(400, "the trajectory's actions do not end the episode")
         return verdict.model_dump(mode="json")
 
-    @app.get("/metrics", response_class=PlainTextResponse)
+    @app.get("/metrics", response_class=PlainTextResponse, responses=_errors())
     async def prometheus() -> str:
         lines = [f"gymhub_{name} {value}" for name, value in sorted(metrics.items())]
         lines.append(f"gymhub_sessions_open {len(sessions)}")

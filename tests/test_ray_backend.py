@@ -88,3 +88,36 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(ray_instance: Any,
     assert {(t.task_id, t.sample_index): t.verdict.digest for t in stored} == {
         k: v[0] for k, v in _digests(local).items()
     }
+
+
+def test_cli_backend_ray_stores_the_same_run(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    db = str(tmp_path / "cli.db")
+    cli = [
+        sys.executable,
+        "-m",
+        "gymhub.cli",
+        "rollout",
+        "toy-letters-v0",
+        "--tasks",
+        "3",
+        "-g",
+        "2",
+        "--db",
+        db,
+    ]
+    ray_run = json.loads(
+        subprocess.run(
+            [*cli, "--backend", "ray", "--json"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    local_run = json.loads(
+        subprocess.run([*cli, "--json"], capture_output=True, text=True, check=True).stdout
+    )
+    assert ray_run["trajectories"] == local_run["trajectories"] == 6 and ray_run["errors"] == 0
+    assert ray_run["mean_outcome"] == local_run["mean_outcome"] == 1.0
+    bad = subprocess.run([*cli, "--backend", "spark"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--backend must be local or ray" in bad.stderr + bad.stdout

@@ -9,6 +9,7 @@ import time
 import pytest
 
 import gymhub
+import gymhub.rollout_engine
 from gymhub.envs.mcp_tools.notes_example import NotesEnv
 from gymhub.envs.search.corpus import documents
 
@@ -138,7 +139,7 @@ def test_a_dead_sandbox_ends_the_episode_as_errored_and_the_next_one_recovers() 
 
         async def act(self, messages: list, tools: list, *, seed: int | None = None) -> PolicyReply:
             if self.first:
-                envs[0]._box._proc.kill()  # the sandbox's server dies under the episode
+                envs[-1]._box._proc.kill()  # the runner's sandbox (made last) dies under the episode
                 self.first = False
                 return PolicyReply(gymhub.env.message_from_openai(call("bash", command="ls")))
             return PolicyReply(gymhub.env.message_from_openai(self.script.pop(0)))
