@@ -574,6 +574,58 @@ def serve_command(
     )
 
 
+train_app = typer.Typer(help="Train a policy on an env.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+
+
+@train_app.command("grpo")
+def train_grpo_command(
+    config: Path | None = typer.Option(None, help="A YAML file of GRPOConfig fields."),
+    env: str | None = typer.Option(None, help="Env id."),
+    model: str | None = typer.Option(None, help="A transformers folder or a built-in alias."),
+    steps: int | None = typer.Option(None, help="Optimiser steps."),
+    group_size: int | None = typer.Option(None, "--group-size", "-g", help="Samples per task (G)."),
+    tasks_per_step: int | None = typer.Option(None, help="Tasks (groups) per step."),
+    lr: float | None = typer.Option(None, help="Learning rate."),
+    output_dir: str | None = typer.Option(None, help="Metrics, checkpoints and the reward curve."),
+    resume: bool = typer.Option(False, help="Continue from OUTPUT_DIR/checkpoint."),
+    overrides: list[str] = typer.Option([], "--set", help="Any other field: --set kl_coef=0.05"),
+) -> None:
+    """GRPO on an env (gymhub.trainers.grpo): metrics.jsonl, checkpoint, reward_curve.png."""
+    import yaml
+
+    from gymhub.registry import load_part
+
+    config_class = load_part("gymhub.trainers.grpo:GRPOConfig")
+    given = {
+        "env": env,
+        "model": model,
+        "steps": steps,
+        "group_size": group_size,
+        "tasks_per_step": tasks_per_step,
+        "lr": lr,
+        "output_dir": output_dir,
+    }
+    fields = {k: v for k, v in given.items() if v is not None}
+    if resume:
+        fields["resume"] = True
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise GymhubError(f"--set takes key=value, not {item!r}")
+        fields[key.strip()] = yaml.safe_load(value)
+    try:
+        cfg = config_class.from_yaml(config, **fields) if config else config_class(**fields)
+    except TypeError as exc:
+        raise GymhubError(f"bad GRPO option: {exc}") from exc
+    history = load_part("gymhub.trainers.grpo:GRPOTrainer")(cfg).train()
+    last = history[-1] if history else {}
+    out.print(
+        f"trained {cfg.steps} steps: reward {last.get('reward_mean', float('nan')):.3f}, "
+        f"outcome {last.get('outcome_mean', float('nan')):.3f}; see {cfg.output_dir}/"
+    )
+
+
 @app.command("serve-reward")
 def serve_reward_command(
     env_id: str = typer.Argument(..., help="The env whose verifier scores the completions."),

@@ -22,7 +22,8 @@ import time
 from typing import Any
 
 from gymhub.chat_template import env_turn_text
-from gymhub.errors import PolicyError
+from gymhub.errors import GymhubError, PolicyError
+from gymhub.model_aliases import resolve_model
 from gymhub.policies.base import PolicyReply
 from gymhub.types import Message, Task
 
@@ -39,8 +40,13 @@ class HFPolicy:
         device: str = "cpu",
         model: Any = None,
         tokenizer: Any = None,
+        max_batch: int = 16,
     ) -> None:
         self.path = path
+        self.max_batch = max_batch
+        self._batch_loop: asyncio.AbstractEventLoop | None = None
+        self._pending: list[tuple[list[int], int | None, asyncio.Future[PolicyReply]]] = []
+        self._flusher: asyncio.Task[None] | None = None
         self.temperature = temperature
         self.top_p = top_p
         self.top_k = top_k
@@ -78,10 +84,11 @@ class HFPolicy:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             try:
-                self._tokenizer = AutoTokenizer.from_pretrained(self.path)
-                self._model = AutoModelForCausalLM.from_pretrained(self.path)
+                path = resolve_model(self.path)  # a folder, or an alias such as smollm2-135m
+                self._tokenizer = AutoTokenizer.from_pretrained(path)
+                self._model = AutoModelForCausalLM.from_pretrained(path)
                 self._model = self._model.to(self.device)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, GymhubError) as exc:
                 raise PolicyError(f"cannot load a transformers model from {self.path!r}: {exc}") from exc
             self._model.eval()
         return self._model, self._tokenizer
@@ -108,51 +115,132 @@ class HFPolicy:
         text = env_turn_text(tok, produced, env_messages, tools)
         return [int(i) for i in tok(text, add_special_tokens=False)["input_ids"]]
 
-    def _generate(
-        self, messages: list[Message], tools: list[dict[str, Any]], seed: int | None
-    ) -> PolicyReply:
-        return self.generate_from_ids(self.prompt_ids(messages, tools), seed)
-
     def generate_from_ids(self, prompt: list[int], seed: int | None) -> PolicyReply:
         """Sample a reply to the context ``prompt`` (token ids), with behaviour log-probs."""
+        return self.generate_batch([prompt], [seed])[0]
+
+    def generate_batch(
+        self, prompts: list[list[int]], seeds: list[int | None], max_new_tokens: int | None = None
+    ) -> list[PolicyReply]:
+        """Sample one reply per prompt, decoding the rows together (left-padded, KV cache).
+
+        Each row draws from its own random generator seeded with its own seed, so a reply
+        does not depend on which other requests shared its batch. A reply ends at its first
+        end-of-sequence token (kept) or at ``max_new_tokens``; its log-probs are those of the
+        distribution the token was drawn from (temperature, top-k, top-p applied).
+        """
         import torch
 
         model, tok = self._load()
         start = time.perf_counter()
-        input_ids = torch.tensor([prompt], device=self.device)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        eos = set(_as_list(model.generation_config.eos_token_id)) | {tok.eos_token_id}
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts], device=self.device)
+        attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
+        generators = [torch.Generator(device=self.device) for _ in prompts]
+        for g, seed in zip(generators, seeds, strict=True):
+            g.manual_seed(seed if seed is not None else int(torch.randint(0, 2**62, ()).item()))
+        rows = len(prompts)
+        tokens: list[list[int]] = [[] for _ in prompts]
+        logprobs: list[list[float]] = [[] for _ in prompts]
+        live = [True] * rows
         with self._lock, torch.no_grad():
-            if seed is not None:
-                torch.manual_seed(seed)
-            out = model.generate(
-                input_ids,
-                attention_mask=torch.ones_like(input_ids),
-                do_sample=True,
-                temperature=self.temperature,
-                top_p=self.top_p,
-                top_k=self.top_k,
-                max_new_tokens=self.max_new_tokens,
-                return_dict_in_generate=True,
-                output_scores=True,
-                pad_token_id=tok.pad_token_id or tok.eos_token_id,
+            positions = (attention.cumsum(-1) - 1).clamp(min=0)
+            out = model(input_ids=ids, attention_mask=attention, position_ids=positions, use_cache=True)
+            for _ in range(max_new_tokens or self.max_new_tokens):
+                logp = self._sampling_logprobs(out.logits[:, -1].float())
+                picked = [
+                    int(torch.multinomial(logp[r].exp(), 1, generator=generators[r])) for r in range(rows)
+                ]
+                for r in range(rows):
+                    if live[r]:
+                        tokens[r].append(picked[r])
+                        logprobs[r].append(float(logp[r, picked[r]]))
+                        live[r] = picked[r] not in eos
+                if not any(live):
+                    break
+                step_ids = torch.tensor(
+                    [[t if live[r] else pad] for r, t in enumerate(picked)], device=self.device
+                )
+                attention = torch.cat(
+                    [attention, torch.tensor([[int(x)] for x in live], device=self.device)], -1
+                )
+                positions = positions[:, -1:] + 1
+                out = model(
+                    input_ids=step_ids,
+                    attention_mask=attention,
+                    position_ids=positions,
+                    past_key_values=out.past_key_values,
+                    use_cache=True,
+                )
+        elapsed = time.perf_counter() - start
+        return [
+            PolicyReply(
+                message=Message(role="assistant", content=tok.decode(tokens[r], skip_special_tokens=True)),
+                token_ids=tuple(tokens[r]),
+                logprobs=tuple(logprobs[r]),
+                prompt_token_ids=tuple(prompts[r]),
+                timings={"generate_s": elapsed, "batch": float(rows)},
             )
-        completion = out.sequences[0, len(prompt) :].tolist()
-        logprobs = [
-            float(torch.log_softmax(score[0].float(), dim=-1)[token])
-            for score, token in zip(out.scores, completion, strict=True)
+            for r in range(rows)
         ]
-        text = tok.decode(completion, skip_special_tokens=True)
-        return PolicyReply(
-            message=Message(role="assistant", content=text),
-            token_ids=tuple(completion),
-            logprobs=tuple(logprobs),
-            prompt_token_ids=tuple(prompt),
-            timings={"generate_s": time.perf_counter() - start},
-        )
+
+    def _sampling_logprobs(self, logits: Any) -> Any:
+        """log-probs of the distribution tokens are drawn from: temperature, then top-k, top-p."""
+        import torch
+
+        scores = logits / self.temperature
+        if self.top_k and self.top_k < scores.shape[-1]:
+            kth = torch.topk(scores, self.top_k, dim=-1).values[:, -1:]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        if self.top_p < 1.0:
+            sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
+            cumulative = torch.softmax(sorted_scores, -1).cumsum(-1)
+            drop = cumulative - torch.softmax(sorted_scores, -1) > self.top_p  # keep the first over top_p
+            scores = scores.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+        return torch.log_softmax(scores, dim=-1)
+
+    async def agenerate(self, prompt: list[int], seed: int | None) -> PolicyReply:
+        """Generate for one context; concurrent calls (one per rollout worker) are batched.
+
+        Requests that arrive while the event loop is busy are gathered into one
+        :meth:`generate_batch` of at most ``max_batch`` rows; each row keeps its own seed.
+        """
+        if self.max_batch <= 1:
+            return await asyncio.to_thread(self.generate_from_ids, prompt, seed)
+        loop = asyncio.get_running_loop()
+        if self._batch_loop is not loop:
+            self._batch_loop, self._pending, self._flusher = loop, [], None
+        future: asyncio.Future[PolicyReply] = loop.create_future()
+        self._pending.append((prompt, seed, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = loop.create_task(self._flush())
+        return await future
+
+    async def _flush(self) -> None:
+        for _ in range(3):  # let every ready worker enqueue first
+            await asyncio.sleep(0)
+        while self._pending:
+            batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+            try:
+                replies = await asyncio.to_thread(
+                    self.generate_batch, [b[0] for b in batch], [b[1] for b in batch]
+                )
+            except Exception as exc:  # every waiting episode gets the failure, as its own
+                for _, _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, _, future), reply in zip(batch, replies, strict=True):
+                if not future.done():
+                    future.set_result(reply)
 
     async def act(
         self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
     ) -> PolicyReply:
-        return await asyncio.to_thread(self._generate, messages, tools, seed)
+        prompt = await asyncio.to_thread(self.prompt_ids, messages, tools)
+        return await self.agenerate(prompt, seed)
 
     async def aclose(self) -> None:
         pass
@@ -187,7 +275,7 @@ class HFEpisode:
         self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
     ) -> PolicyReply:
         prompt = await asyncio.to_thread(self._prompt, messages, tools, self._last)
-        reply = await asyncio.to_thread(self.policy.generate_from_ids, prompt, seed)
+        reply = await self.policy.agenerate(prompt, seed)
         self._last = list(reply.token_ids)
         self._context = prompt + self._last
         self._seen = len(messages)
@@ -195,3 +283,9 @@ class HFEpisode:
 
     async def aclose(self) -> None:
         pass
+
+
+def _as_list(value: Any) -> list[int]:
+    if value is None:
+        return []
+    return [int(v) for v in value] if isinstance(value, list | tuple) else [int(value)]

@@ -153,6 +153,18 @@ class TargetPrefixRule(Rule):
         ]
 
 
+class CorrectAnswerRule(Rule):
+    """Progress: beyond the format the outcome scores, the answer itself is right (details["correct"])."""
+
+    id, kind, value = "correct-answer", "progress", 0.5
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        if not context.details.get("correct"):
+            return []
+        steps = [step for step, _ in context.policy_steps()]
+        return [self.event(steps[-1] if steps else 0, "the answer is right")]
+
+
 PROGRESS_RULES = (
     RequiredLookupsRule,
     PolicyViolationRule,
@@ -161,4 +173,5 @@ PROGRESS_RULES = (
     MutationWithoutPreconditionRule,
     EvidenceRetrievedRule,
     TargetPrefixRule,
+    CorrectAnswerRule,
 )

@@ -1,0 +1,86 @@
+"""``toy-json-v0``: "reply with a JSON object with the key answer" — a format task.
+
+The outcome is 1 when the reply is a JSON object (bare, or in a ```json fence) that has the
+key ``answer``, else 0; whether the answer is also right is reported in the details and
+credited as progress (RLVP), not in the outcome. In memory, no sandbox: the task a small
+pretrained chat model (SmolLM2-135M-Instruct) learns in a few GRPO steps.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from gymhub.env import Env, EnvReply
+from gymhub.types import Message, Task
+from gymhub.verifiers.base import BaseVerifier
+from gymhub.verifiers.checkers.structured_output import extract_json
+
+QUESTIONS = (
+    ("What is {a} + {b}?", lambda a, b: a + b),
+    ("What is {a} times {b}?", lambda a, b: a * b),
+    ("What is {a} minus {b}?", lambda a, b: a - b),
+)
+INSTRUCTION = 'Reply with a JSON object with the key "answer", and nothing else.'
+
+
+class JsonAnswerVerifier(BaseVerifier):
+    id = "json-answer-format"
+    version = "1.0.0"
+
+    def check(self, task: Task, final_state: Any) -> tuple[float, dict[str, Any]]:
+        reply: str = final_state.get("reply") or ""
+        found, value = extract_json(reply)
+        has_key = found and isinstance(value, dict) and "answer" in value
+        correct = bool(has_key and str(value["answer"]).strip() == str(task.hidden["answer"]))
+        return (1.0 if has_key else 0.0), {
+            "json": found,
+            "has_answer_key": bool(has_key),
+            "correct": correct,
+            "bad_action_steps": final_state.get("bad_action_steps", []),
+        }
+
+
+class JsonAnswerEnv(Env):
+    family: ClassVar[str] = "toy"
+    version: ClassVar[str] = "0.1.0"
+    default_max_turns: ClassVar[int] = 1
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._reply: str | None = None
+        super().__init__(**kwargs)
+
+    def load_tasks(self) -> list[Task]:
+        tasks = []
+        for q, (question, solve) in enumerate(QUESTIONS):
+            for a in range(2, 12):
+                for b in range(1, 5):
+                    answer = solve(a, b)
+                    prompt = f"{question.format(a=a, b=b)} {INSTRUCTION}"
+                    hidden = {
+                        "answer": answer,
+                        "solutions": {
+                            "reference": [{"role": "assistant", "content": json.dumps({"answer": answer})}],
+                            "prose": [{"role": "assistant", "content": f"The answer is {answer}."}],
+                            "fenced": [
+                                {"role": "assistant", "content": f'```json\n{{"answer": {answer}}}\n```'}
+                            ],
+                        },
+                    }
+                    task = Task.create(self.env_id, "train", prompt, hidden)
+                    split = "eval" if (a + b + q) % 5 == 0 else "train"
+                    tasks.append(task.model_copy(update={"split": split}))
+        return tasks
+
+    def make_verifier(self) -> JsonAnswerVerifier:
+        return JsonAnswerVerifier(self.rules)
+
+    async def start_episode(self, task: Task) -> None:
+        self._reply = None
+
+    async def on_action(self, message: Message) -> EnvReply:
+        self._reply = message.content
+        return EnvReply([Message(role="user", content="ok")], done=True)
+
+    async def final_state(self) -> dict[str, Any]:
+        return {"reply": self._reply, "bad_action_steps": self.bad_action_steps}
