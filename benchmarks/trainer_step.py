@@ -22,13 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 
-def build_model(folder: Path, hidden: int) -> Path:
+def build_model(folder: Path, hidden: int, layers: int, heads: int) -> Path:
     from tiny_model import build_tiny_model
 
-    return build_tiny_model(folder, seed=0, hidden=hidden, layers=2, heads=4, chars=True)
+    return build_tiny_model(folder, seed=0, hidden=hidden, layers=layers, heads=heads, chars=True)
 
 
-def ours(model: Path, steps: int, out: Path) -> dict[str, float]:
+def ours(model: Path, steps: int, out: Path, device: str) -> dict[str, float]:
     from gymhub.trainers.grpo import GRPOConfig, GRPOTrainer
 
     cfg = GRPOConfig(
@@ -52,7 +52,7 @@ def ours(model: Path, steps: int, out: Path) -> dict[str, float]:
     return {"s_per_step": elapsed / steps, "tokens_per_s": tokens / elapsed}
 
 
-def trl_grpo(model: Path, steps: int, out: Path) -> dict[str, float]:
+def trl_grpo(model: Path, steps: int, out: Path, device: str) -> dict[str, float]:
     import trl
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
@@ -105,18 +105,25 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    torch.set_flush_denormal(True)
+    if args.device == "cpu":
+        torch.set_num_threads(1)
+        torch.set_flush_denormal(True)
     with tempfile.TemporaryDirectory() as tmp:
-        model = build_model(Path(tmp) / "model", args.hidden)
-        rows = {"gymhub GRPOTrainer": ours(model, args.steps, Path(tmp) / "ours")}
-        rows["TRL GRPOTrainer"] = trl_grpo(model, args.steps, Path(tmp) / "trl")
+        model = build_model(Path(tmp) / "model", args.hidden, args.layers, args.heads)
+        from transformers import AutoModelForCausalLM
+
+        params = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(model).parameters())
+        rows = {"gymhub GRPOTrainer": ours(model, args.steps, Path(tmp) / "ours", args.device)}
+        rows["TRL GRPOTrainer"] = trl_grpo(model, args.steps, Path(tmp) / "trl", args.device)
     from rich.console import Console
     from rich.table import Table
 
     table = Table(
-        title=f"GRPO step, tiny model (hidden {args.hidden}), G=8 × 4 prompts, 16 new tokens, CPU 1 thread"
+        title=f"GRPO step, {params / 1e6:.2f} M-param model, G=8 × 4 prompts, 16 new tokens, {args.device}"
     )
     table.add_column("trainer")
     table.add_column("s / step", justify="right")
