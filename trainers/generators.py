@@ -15,6 +15,13 @@ folder, and after each optimiser step the trainer's weights are pushed into it i
 (``reload_weights`` on its workers; a LoRA adapter is merged first). Its log-probs are the
 processed ones (after temperature), the distribution tokens were drawn from. Where vLLM
 supports sleep mode (GPU), the engine sleeps during the training phase and wakes to sample.
+
+``openai`` — an external OpenAI-compatible server that can load LoRA adapters at run time (a
+vLLM server started with ``--enable-lora`` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``).
+Rollouts go through its completions endpoint, token ids in (``prompt`` as ids) and token ids
+out (``return_tokens_as_token_ids``); after each step the trainer's LoRA adapter is saved and
+loaded into the server under a new name (``POST /v1/load_lora_adapter``), the previous one
+unloaded. Needs ``lora_rank > 0``.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ class HFGenerator:
             tokenizer=tokenizer,
             temperature=cfg.temperature,
             max_new_tokens=cfg.max_new_tokens,
+            max_episode_tokens=cfg.max_episode_tokens,
             device=cfg.device,
             max_batch=max(1, cfg.concurrency),
         )
@@ -68,23 +76,24 @@ class VLLMPolicy(HFPolicy):
         self.id = "vllm"
 
     def generate_batch(
-        self, prompts: list[list[int]], seeds: list[int | None], max_new_tokens: int | None = None
+        self, prompts: list[list[int]], seeds: list[int | None], limits: list[int] | None = None
     ) -> list[PolicyReply]:
         import time
 
         from vllm import SamplingParams
 
         start = time.perf_counter()
+        limits = limits or [self.max_new_tokens] * len(prompts)
         params = [
             SamplingParams(
-                max_tokens=max_new_tokens or self.max_new_tokens,
+                max_tokens=limit,
                 temperature=self.temperature,
                 top_p=self.top_p,
                 top_k=self.top_k if self.top_k > 0 else -1,
                 logprobs=0,
                 seed=seed,
             )
-            for seed in seeds
+            for seed, limit in zip(seeds, limits, strict=True)
         ]
         with self._lock:
             outputs = self._model.generate(
@@ -138,6 +147,7 @@ class VLLMGenerator:
             tokenizer,
             temperature=cfg.temperature,
             max_new_tokens=cfg.max_new_tokens,
+            max_episode_tokens=cfg.max_episode_tokens,
             max_batch=max(1, cfg.concurrency),
         )
         self.sync(model, 0)  # the trainer's weights (a resumed checkpoint, say), not the folder's
@@ -155,6 +165,113 @@ class VLLMGenerator:
         self.llm.reset_prefix_cache()  # cached KV blocks were computed with the old weights
         if self.sleeps:
             self.llm.sleep(level=1)
+        self.version = step
+
+
+class OpenAITokenPolicy(HFPolicy):
+    """Token-in/token-out sampling through an OpenAI-compatible completions endpoint."""
+
+    def __init__(self, base_url: str, model_name: str, tokenizer: Any, **options: Any) -> None:
+        super().__init__("openai", model=object(), tokenizer=tokenizer, **options)
+        self.id = f"openai:{base_url}"
+        self.base_url = base_url.rstrip("/")
+        self.model_name = model_name
+
+    def generate_batch(
+        self, prompts: list[list[int]], seeds: list[int | None], limits: list[int] | None = None
+    ) -> list[PolicyReply]:
+        import time
+        from concurrent.futures import ThreadPoolExecutor
+
+        import httpx
+
+        start = time.perf_counter()
+
+        def one(prompt: list[int], seed: int | None, limit: int) -> dict[str, Any]:
+            body: dict[str, Any] = {
+                "model": self.model_name,
+                "prompt": list(prompt),
+                "max_tokens": limit,
+                "temperature": self.temperature,
+                "top_p": self.top_p,
+                "logprobs": 1,
+                "return_tokens_as_token_ids": True,
+            }
+            if self.top_k > 0:
+                body["top_k"] = self.top_k
+            if seed is not None:
+                body["seed"] = seed % (2**63)
+            response = httpx.post(f"{self.base_url}/v1/completions", json=body, timeout=600)
+            response.raise_for_status()
+            return dict(response.json()["choices"][0])
+
+        with ThreadPoolExecutor(max(1, min(16, len(prompts)))) as pool:
+            choices = list(pool.map(one, prompts, seeds, limits or [self.max_new_tokens] * len(prompts)))
+        elapsed = time.perf_counter() - start
+        replies = []
+        for prompt, choice in zip(prompts, choices, strict=True):
+            lp = choice["logprobs"]
+            ids = [int(str(t).removeprefix("token_id:")) for t in lp["tokens"]]
+            replies.append(
+                PolicyReply(
+                    message=Message(
+                        role="assistant", content=self._tokenizer.decode(ids, skip_special_tokens=True)
+                    ),
+                    token_ids=tuple(ids),
+                    logprobs=tuple(float(x) for x in lp["token_logprobs"]),
+                    prompt_token_ids=tuple(prompt),
+                    timings={"generate_s": elapsed, "batch": float(len(prompts))},
+                )
+            )
+        return replies
+
+
+class OpenAIGenerator:
+    def __init__(self, cfg: GRPOConfig, model: Any, tokenizer: Any) -> None:
+        from pathlib import Path
+
+        if not cfg.openai_url or not cfg.openai_model:
+            raise GymhubError("the openai backend needs openai_url and openai_model (the served base model)")
+        if cfg.lora_rank <= 0:
+            raise GymhubError("the openai backend pushes LoRA adapters to the server: set lora_rank > 0")
+        self.version = 0
+        self.cfg = cfg
+        self.adapters = Path(cfg.output_dir) / "adapters"
+        self.loaded: str | None = None
+        self._policy = OpenAITokenPolicy(
+            cfg.openai_url,
+            cfg.openai_model,
+            tokenizer,
+            temperature=cfg.temperature,
+            max_new_tokens=cfg.max_new_tokens,
+            max_episode_tokens=cfg.max_episode_tokens,
+            max_batch=max(1, cfg.concurrency),
+        )
+        self.sync(model, 0)
+
+    def policy(self) -> OpenAITokenPolicy:
+        return self._policy
+
+    def sync(self, model: Any, step: int) -> None:
+        import httpx
+
+        name = f"gymhub-step-{step}"
+        folder = self.adapters / name
+        model.save_pretrained(folder)
+        base = self.cfg.openai_url.rstrip("/")
+        response = httpx.post(
+            f"{base}/v1/load_lora_adapter",
+            json={"lora_name": name, "lora_path": str(folder.resolve())},
+            timeout=120,
+        )
+        if response.status_code >= 400:
+            raise GymhubError(
+                f"the server refused adapter {name}: {response.status_code} {response.text[:300]}"
+            )
+        if self.loaded is not None:
+            httpx.post(f"{base}/v1/unload_lora_adapter", json={"lora_name": self.loaded}, timeout=120)
+        self.loaded = name
+        self._policy.model_name = name  # the next rollouts sample from the new adapter
         self.version = step
 
 
@@ -180,4 +297,6 @@ def make_generator(cfg: GRPOConfig, model: Any, tokenizer: Any) -> Generator:
         return HFGenerator(cfg, model, tokenizer)
     if cfg.backend == "vllm":
         return VLLMGenerator(cfg, model, tokenizer)
+    if cfg.backend == "openai":
+        return OpenAIGenerator(cfg, model, tokenizer)
     raise GymhubError(f"unknown generation backend {cfg.backend!r}")

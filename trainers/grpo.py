@@ -44,7 +44,9 @@ class GRPOConfig:
     max_episode_tokens: int = 512  # completion tokens per episode, env tokens included
     max_turns: int | None = None  # overrides the env's turn limit
     concurrency: int = 8  # episodes in flight (the hf generator batches them)
-    backend: Literal["hf", "vllm"] = "hf"
+    backend: Literal["hf", "vllm", "openai"] = "hf"
+    openai_url: str | None = None  # openai backend: the server (runtime LoRA loading enabled)
+    openai_model: str | None = None  # openai backend: the base model's served name
     vllm_max_model_len: int = 2048
     vllm_gpu_memory_utilization: float = 0.3  # the trainer shares the GPU
     # reward: the env's RewardConfig unless overridden here (e.g. {"beta": 0.2})

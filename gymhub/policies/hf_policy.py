@@ -41,11 +41,13 @@ class HFPolicy:
         model: Any = None,
         tokenizer: Any = None,
         max_batch: int = 16,
+        max_episode_tokens: int | None = None,
     ) -> None:
         self.path = path
         self.max_batch = max_batch
         self._batch_loop: asyncio.AbstractEventLoop | None = None
-        self._pending: list[tuple[list[int], int | None, asyncio.Future[PolicyReply]]] = []
+        self._pending: list[tuple[list[int], int | None, int, asyncio.Future[PolicyReply]]] = []
+        self.max_episode_tokens = max_episode_tokens
         self._flusher: asyncio.Task[None] | None = None
         self.temperature = temperature
         self.top_p = top_p
@@ -120,14 +122,15 @@ class HFPolicy:
         return self.generate_batch([prompt], [seed])[0]
 
     def generate_batch(
-        self, prompts: list[list[int]], seeds: list[int | None], max_new_tokens: int | None = None
+        self, prompts: list[list[int]], seeds: list[int | None], limits: list[int] | None = None
     ) -> list[PolicyReply]:
         """Sample one reply per prompt, decoding the rows together (left-padded, KV cache).
 
         Each row draws from its own random generator seeded with its own seed, so a reply
         does not depend on which other requests shared its batch. A reply ends at its first
-        end-of-sequence token (kept) or at ``max_new_tokens``; its log-probs are those of the
-        distribution the token was drawn from (temperature, top-k, top-p applied).
+        end-of-sequence token (kept) or at its limit (``max_new_tokens`` by default); its
+        log-probs are those of the distribution the token was drawn from (temperature, top-k,
+        top-p applied).
         """
         import torch
 
@@ -142,13 +145,14 @@ class HFPolicy:
         for g, seed in zip(generators, seeds, strict=True):
             g.manual_seed(seed if seed is not None else int(torch.randint(0, 2**62, ()).item()))
         rows = len(prompts)
+        limits = limits or [self.max_new_tokens] * rows
         tokens: list[list[int]] = [[] for _ in prompts]
         logprobs: list[list[float]] = [[] for _ in prompts]
         live = [True] * rows
         with self._lock, torch.no_grad():
             positions = (attention.cumsum(-1) - 1).clamp(min=0)
             out = model(input_ids=ids, attention_mask=attention, position_ids=positions, use_cache=True)
-            for _ in range(max_new_tokens or self.max_new_tokens):
+            for _ in range(max(limits)):
                 logp = self._sampling_logprobs(out.logits[:, -1].float())
                 picked = [
                     int(torch.multinomial(logp[r].exp(), 1, generator=generators[r])) for r in range(rows)
@@ -157,7 +161,7 @@ class HFPolicy:
                     if live[r]:
                         tokens[r].append(picked[r])
                         logprobs[r].append(float(logp[r, picked[r]]))
-                        live[r] = picked[r] not in eos
+                        live[r] = picked[r] not in eos and len(tokens[r]) < limits[r]
                 if not any(live):
                     break
                 step_ids = torch.tensor(
@@ -201,19 +205,20 @@ class HFPolicy:
             scores = scores.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
         return torch.log_softmax(scores, dim=-1)
 
-    async def agenerate(self, prompt: list[int], seed: int | None) -> PolicyReply:
+    async def agenerate(self, prompt: list[int], seed: int | None, limit: int | None = None) -> PolicyReply:
         """Generate for one context; concurrent calls (one per rollout worker) are batched.
 
         Requests that arrive while the event loop is busy are gathered into one
         :meth:`generate_batch` of at most ``max_batch`` rows; each row keeps its own seed.
         """
+        limit = limit or self.max_new_tokens
         if self.max_batch <= 1:
-            return await asyncio.to_thread(self.generate_from_ids, prompt, seed)
+            return (await asyncio.to_thread(self.generate_batch, [prompt], [seed], [limit]))[0]
         loop = asyncio.get_running_loop()
         if self._batch_loop is not loop:
             self._batch_loop, self._pending, self._flusher = loop, [], None
         future: asyncio.Future[PolicyReply] = loop.create_future()
-        self._pending.append((prompt, seed, future))
+        self._pending.append((prompt, seed, limit, future))
         if self._flusher is None or self._flusher.done():
             self._flusher = loop.create_task(self._flush())
         return await future
@@ -225,14 +230,14 @@ class HFPolicy:
             batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
             try:
                 replies = await asyncio.to_thread(
-                    self.generate_batch, [b[0] for b in batch], [b[1] for b in batch]
+                    self.generate_batch, [b[0] for b in batch], [b[1] for b in batch], [b[2] for b in batch]
                 )
             except Exception as exc:  # every waiting episode gets the failure, as its own
-                for _, _, future in batch:
+                for *_, future in batch:
                     if not future.done():
                         future.set_exception(exc)
                 continue
-            for (_, _, future), reply in zip(batch, replies, strict=True):
+            for (*_, future), reply in zip(batch, replies, strict=True):
                 if not future.done():
                     future.set_result(reply)
 
@@ -259,6 +264,7 @@ class HFEpisode:
         self._context: list[int] | None = None
         self._seen = 0  # messages already in the context
         self._last: list[int] = []  # the previous reply's sampled ids
+        self._start: int | None = None  # length of the first prompt
 
     def for_episode(self, task: Task) -> HFEpisode:
         return HFEpisode(self.policy)
@@ -275,7 +281,12 @@ class HFEpisode:
         self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
     ) -> PolicyReply:
         prompt = await asyncio.to_thread(self._prompt, messages, tools, self._last)
-        reply = await self.policy.agenerate(prompt, seed)
+        if self._start is None:
+            self._start = len(prompt)
+        limit = self.policy.max_new_tokens
+        if self.policy.max_episode_tokens is not None:  # the episode's token budget, env tokens included
+            limit = max(1, min(limit, self.policy.max_episode_tokens - (len(prompt) - self._start)))
+        reply = await self.policy.agenerate(prompt, seed, limit)
         self._last = list(reply.token_ids)
         self._context = prompt + self._last
         self._seen = len(messages)

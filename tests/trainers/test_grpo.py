@@ -166,3 +166,31 @@ def test_cli_trains_from_a_yaml_config_with_overrides(tmp_path: Path, tiny_model
     assert (tmp_path / "cli" / "checkpoint" / "state.pt").exists()
     bad = subprocess.run([*cli, "--set", "no_such_field=1"], capture_output=True, text=True)
     assert bad.returncode != 0 and "no_such_field" in bad.stderr + bad.stdout
+
+
+def test_an_episode_keeps_to_its_token_budget(tmp_path: Path, tiny_model_path: Path) -> None:
+    from gymhub.token_episodes import token_episode
+
+    cfg = _cfg(
+        tmp_path,
+        tiny_model_path,
+        env="search-v0",
+        max_turns=4,
+        tasks_per_step=1,
+        group_size=2,
+        max_new_tokens=30,
+        max_episode_tokens=40,
+    )
+    trainer = GRPOTrainer(cfg)
+    groups, _ = trainer.sample()
+    for t in groups[0].trajectories:
+        # Each reply may take only what is left of the 40-token budget (env tokens count), at least 1.
+        used = 0
+        for turn in t.turns[1:]:
+            if turn.source == "policy":
+                assert 1 <= len(turn.token_ids) <= max(1, min(30, 40 - used))
+            used += len(turn.token_ids)
+        assert len([x for x in t.turns if x.source == "policy"]) == 4  # the episode still ran its turns
+    batch = make_batch(groups, 0, trainer.tok.pad_token_id, "cpu", cfg.max_episode_tokens)
+    widths = [len(token_episode(t).prompt_ids) for t in groups[0].trajectories]
+    assert int(batch.loss_mask.sum(-1).max()) <= 40 and int(batch.attention.sum(-1).max()) <= max(widths) + 40

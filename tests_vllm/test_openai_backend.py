@@ -1,0 +1,113 @@
+"""GRPO with rollouts on an external vLLM server (OpenAI-compatible, CPU build): after each
+step the trainer's LoRA adapter is loaded into the server, which then samples from it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import torch
+
+from gymhub.trainers.grpo import GRPOConfig, GRPOTrainer, token_logprobs
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    from tiny_model import build_tiny_model
+
+    model = build_tiny_model(
+        tmp_path_factory.mktemp("served") / "m", hidden=128, layers=2, heads=2, chars=True
+    )
+    port = _free_port()
+    env = {**os.environ, "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(model),
+            "--port",
+            str(port),
+            "--dtype",
+            "float32",
+            "--enforce-eager",
+            "--max-model-len",
+            "256",
+            "--enable-lora",
+            "--max-lora-rank",
+            "8",
+            "--max-loras",
+            "2",
+            "--seed",
+            "0",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(1)
+    assert proc.poll() is None, "the vLLM server did not start"
+    yield url, model
+    proc.terminate()
+    proc.wait(30)
+
+
+def _served_logprobs(url: str, name: str, ids: list[int]) -> list[float]:
+    body = {"model": name, "prompt": ids, "max_tokens": 1, "prompt_logprobs": 0, "temperature": 1.0}
+    choice = httpx.post(f"{url}/v1/completions", json=body, timeout=120).json()["choices"][0]
+    steps = choice["prompt_logprobs"][1:]  # one {token id: {"logprob", ...}} per prompt token after the first
+    return [float(step[str(t)]["logprob"]) for step, t in zip(steps, ids[1:], strict=True)]
+
+
+def test_lora_adapters_pushed_to_the_server_are_what_it_samples_from(
+    server: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, model = server
+    cfg = GRPOConfig(
+        env="toy-letters-v0",
+        model=str(model),
+        backend="openai",
+        openai_url=url,
+        openai_model=str(model),
+        lora_rank=4,
+        steps=2,
+        tasks_per_step=4,
+        group_size=8,
+        max_new_tokens=8,
+        lr=5e-2,
+        output_dir=str(tmp_path / "run"),
+        console=False,
+    )
+    trainer = GRPOTrainer(cfg)
+    history = trainer.train()
+    assert max(m["mismatch/abs_logprob_diff_max"] for m in history) < 1e-3  # sampler = trainer
+    assert trainer.generator.loaded == "gymhub-step-2"
+    fixed = trainer.tok("say c and more", add_special_tokens=False)["input_ids"]
+    served = _served_logprobs(url, "gymhub-step-2", fixed)
+    base = _served_logprobs(url, str(model), fixed)
+    x = torch.tensor([fixed])
+    with torch.no_grad():
+        ours = token_logprobs(trainer.model, x, torch.ones_like(x), x[:, 1:], 1.0)[0].tolist()
+    assert served == pytest.approx(ours, abs=1e-3)
+    assert max(abs(a - b) for a, b in zip(served, base, strict=True)) > 1e-3  # the adapter changed it
