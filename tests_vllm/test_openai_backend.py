@@ -4,7 +4,6 @@ step the trainer's LoRA adapter is loaded into the server, which then samples fr
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,14 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 import torch
+from processes import free_port
 
 from gymhub.trainers.grpo import GRPOConfig, GRPOTrainer, token_logprobs
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +25,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     model = build_tiny_model(
         tmp_path_factory.mktemp("served") / "m", hidden=128, layers=2, heads=2, chars=True
     )
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True", "VLLM_CPU_KVCACHE_SPACE": "1"}
     proc = subprocess.Popen(
         [

@@ -9,10 +9,10 @@ pretrained chat model (SmolLM2-135M-Instruct) learns in a few GRPO steps.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
-from gymhub.env import Env, EnvReply
-from gymhub.types import Message, Task
+from gymhub.envs.toy.single_reply import SingleReplyEnv
+from gymhub.types import Task
 from gymhub.verifiers.base import BaseVerifier
 from gymhub.verifiers.checkers.structured_output import extract_json
 
@@ -41,15 +41,7 @@ class JsonAnswerVerifier(BaseVerifier):
         }
 
 
-class JsonAnswerEnv(Env):
-    family: ClassVar[str] = "toy"
-    version: ClassVar[str] = "0.1.0"
-    default_max_turns: ClassVar[int] = 1
-
-    def __init__(self, **kwargs: Any) -> None:
-        self._reply: str | None = None
-        super().__init__(**kwargs)
-
+class JsonAnswerEnv(SingleReplyEnv):
     def load_tasks(self) -> list[Task]:
         tasks = []
         for q, (question, solve) in enumerate(QUESTIONS):
@@ -74,13 +66,3 @@ class JsonAnswerEnv(Env):
 
     def make_verifier(self) -> JsonAnswerVerifier:
         return JsonAnswerVerifier(self.rules)
-
-    async def start_episode(self, task: Task) -> None:
-        self._reply = None
-
-    async def on_action(self, message: Message) -> EnvReply:
-        self._reply = message.content
-        return EnvReply([Message(role="user", content="ok")], done=True)
-
-    async def final_state(self) -> dict[str, Any]:
-        return {"reply": self._reply, "bad_action_steps": self.bad_action_steps}

@@ -7,10 +7,10 @@ task a tiny random-initialised model can learn in a few hundred GRPO steps.
 from __future__ import annotations
 
 import string
-from typing import Any, ClassVar
+from typing import Any
 
-from gymhub.env import Env, EnvReply
-from gymhub.types import Message, Task
+from gymhub.envs.toy.single_reply import SingleReplyEnv
+from gymhub.types import Task
 from gymhub.verifiers.base import BaseVerifier
 
 PHRASINGS = ("say {c}", "Reply with the letter {c}.", "Repeat the letter {c}.", "Write {c} several times.")
@@ -32,15 +32,7 @@ class LettersVerifier(BaseVerifier):
         }
 
 
-class LettersEnv(Env):
-    family: ClassVar[str] = "toy"
-    version: ClassVar[str] = "0.1.0"
-    default_max_turns: ClassVar[int] = 1
-
-    def __init__(self, **kwargs: Any) -> None:
-        self._reply: str | None = None
-        super().__init__(**kwargs)
-
+class LettersEnv(SingleReplyEnv):
     def load_tasks(self) -> list[Task]:
         tasks = []
         for letter in string.ascii_lowercase:
@@ -62,13 +54,3 @@ class LettersEnv(Env):
 
     def make_verifier(self) -> LettersVerifier:
         return LettersVerifier(self.rules)
-
-    async def start_episode(self, task: Task) -> None:
-        self._reply = None
-
-    async def on_action(self, message: Message) -> EnvReply:
-        self._reply = message.content
-        return EnvReply([Message(role="user", content="ok")], done=True)
-
-    async def final_state(self) -> dict[str, Any]:
-        return {"reply": self._reply, "bad_action_steps": self.bad_action_steps}

@@ -4,26 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import free_port, gymhub_cli
 
 import gymhub
 
 fastmcp = pytest.importorskip("fastmcp")
 
 from gymhub.mcp_server import build_mcp_server  # noqa: E402
-
-
-def _gymhub_cli() -> list[str]:
-    script = Path(sys.executable).with_name("gymhub")
-    return [str(script)] if script.exists() else [shutil.which("gymhub") or "gymhub"]
 
 
 async def _play_reference(client: Any, env_id: str, task: gymhub.Task) -> dict[str, Any]:
@@ -86,15 +79,9 @@ def test_submit_ends_an_env_without_a_submit_tool_and_reads_the_state() -> None:
     assert again.data["task_id"] == task.id  # a new episode starts after the verdict
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_stdio_and_http_transports_from_the_cli() -> None:
     task = gymhub.make("mcp-tools-v0").tasks[1]
-    stdio = fastmcp.client.transports.StdioTransport(command=_gymhub_cli()[0], args=["mcp", "mcp-tools-v0"])
+    stdio = fastmcp.client.transports.StdioTransport(command=gymhub_cli(), args=["mcp", "mcp-tools-v0"])
 
     async def over(transport: Any) -> dict[str, Any]:
         async with fastmcp.Client(transport, timeout=60) as client:
@@ -102,9 +89,9 @@ def test_stdio_and_http_transports_from_the_cli() -> None:
 
     assert asyncio.run(over(stdio))["verdict"]["outcome"] == 1.0
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
-        [*_gymhub_cli(), "mcp", "mcp-tools-v0", "--transport", "http", "--port", str(port)],
+        [gymhub_cli(), "mcp", "mcp-tools-v0", "--transport", "http", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -6,10 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import shutil
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from processes import free_port, gymhub_cli
 
 import gymhub
 
@@ -24,22 +22,11 @@ agent_api = pytest.importorskip("openrlhf.utils.agent")
 torch = pytest.importorskip("torch")
 
 
-def _gymhub_cli() -> str:
-    script = Path(sys.executable).with_name("gymhub")
-    return str(script) if script.exists() else (shutil.which("gymhub") or "gymhub")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def reward_server() -> Any:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
-        [_gymhub_cli(), "serve-reward", "toy-letters-v0", "--port", str(port)],
+        [gymhub_cli(), "serve-reward", "toy-letters-v0", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -121,7 +108,7 @@ def _agent_executor(tmp_path: Path, env_id: str, tiny_model_path: Path) -> Any:
     agent_file = tmp_path / "agent.py"
     subprocess.run(
         [
-            _gymhub_cli(),
+            gymhub_cli(),
             "openrlhf-agent",
             env_id,
             "--tokenizer",
