@@ -359,26 +359,26 @@ class GRPOTrainer:
         self.model.train()
         rows = len(batch.advantages)
         slices = [slice(i, min(i + cfg.micro_batch, rows)) for i in range(0, rows, cfg.micro_batch)]
-        # π_old: the trainer's log-probs before this update (also the mismatch monitor's input)
-        with torch.no_grad():
-            old = torch.cat([self._logprobs(self.model, batch, s) for s in slices])
-            ref = torch.cat([self._ref_logprobs(batch, s) for s in slices]) if cfg.kl_coef > 0 else None
-        monitor = mismatch_report(
-            old, batch.behaviour_logprobs, batch.loss_mask, batch.policy_version, self.step
-        )
         norm = loss_normaliser(batch, cfg)
-        total_loss, clipped, kl_sum = 0.0, 0.0, 0.0
+        total_loss, clipped, kl_sum, olds = 0.0, 0.0, 0.0, []
         self.optimizer.zero_grad(set_to_none=True)
-        for s in slices:  # gradient accumulation over micro-batches
+        for s in slices:  # gradient accumulation over micro-batches; the step comes after all of them
             new = self._logprobs(self.model, batch, s)
+            # π_old = π_θ before this update: one update per batch, so it is this very forward,
+            # detached (r = 1 in value, ∇r = ∇log π_θ). Also the mismatch monitor's input.
+            old = new.detach()
+            with torch.no_grad():
+                ref = self._ref_logprobs(batch, s) if cfg.kl_coef > 0 else None
             part = {"mask": batch.loss_mask[s], "advantages": batch.advantages[s]}
-            loss, stats = grpo_loss(
-                new, old[s], batch.behaviour_logprobs[s], None if ref is None else ref[s], part, cfg, norm
-            )
+            loss, stats = grpo_loss(new, old, batch.behaviour_logprobs[s], ref, part, cfg, norm)
             loss.backward()
+            olds.append(old)
             total_loss += float(loss.detach())
             clipped += stats["clipped_tokens"]
             kl_sum += stats["kl_sum"]
+        monitor = mismatch_report(
+            torch.cat(olds), batch.behaviour_logprobs, batch.loss_mask, batch.policy_version, self.step
+        )
         params = [p for p in self.model.parameters() if p.requires_grad]
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
         self.optimizer.step()
