@@ -194,3 +194,17 @@ def test_an_episode_keeps_to_its_token_budget(tmp_path: Path, tiny_model_path: P
     batch = make_batch(groups, 0, trainer.tok.pad_token_id, "cpu", cfg.max_episode_tokens)
     widths = [len(token_episode(t).prompt_ids) for t in groups[0].trajectories]
     assert int(batch.loss_mask.sum(-1).max()) <= 40 and int(batch.attention.sum(-1).max()) <= max(widths) + 40
+
+
+def test_tensorboard_and_wandb_logs_when_asked(
+    tmp_path: Path, tiny_model_path: Path, monkeypatch: Any
+) -> None:
+    pytest.importorskip("tensorboard")
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")  # no account, no network: the run is written locally
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    cfg = _cfg(tmp_path, tiny_model_path, steps=1, tensorboard=True, wandb=True)
+    GRPOTrainer(cfg).train()
+    assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
+    assert list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
