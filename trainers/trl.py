@@ -35,8 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 from gymhub.env import Env, message_from_openai
 from gymhub.errors import GymhubError
+from gymhub.policies.hf_policy import HFPolicy
 from gymhub.registry import make
+from gymhub.rollout_engine import arollout
 from gymhub.scoring import CompletionScorer
+from gymhub.token_episodes import token_episode
 from gymhub.types import Message, Trajectory, Verdict
 
 if TYPE_CHECKING:
@@ -208,10 +211,6 @@ def rollout_func(env_id: str, *, max_new_tokens: int = 256, temperature: float =
     0.0 on env tokens), ``env_mask`` (1 on sampled tokens) and ``gymhub_verdict`` (JSON),
     which :func:`reward_funcs` reads instead of verifying again.
     """
-    from gymhub.policies.hf_policy import HFPolicy
-    from gymhub.rollout_engine import arollout
-    from gymhub.token_episodes import token_episode
-
     env = make(env_id)
     by_prompt = {_prompt_key([m.to_openai() for m in env.initial_messages(t)]): t for t in env.all_tasks}
     env.close()
@@ -243,9 +242,7 @@ def rollout_func(env_id: str, *, max_new_tokens: int = 256, temperature: float =
         was_training = model.training
         model.eval()
         try:
-            trajectories = asyncio.run(
-                _play(arollout, env_id, policy, tasks, counts, trainer.state.global_step)
-            )
+            trajectories = asyncio.run(_play(env_id, policy, tasks, counts, trainer.state.global_step))
         finally:
             model.train(was_training)
         out: dict[str, list[Any]] = {
@@ -269,9 +266,7 @@ def rollout_func(env_id: str, *, max_new_tokens: int = 256, temperature: float =
     return rollout
 
 
-async def _play(
-    arollout: Any, env_id: str, policy: Any, tasks: list[Any], counts: list[int], step: int
-) -> list[Trajectory]:
+async def _play(env_id: str, policy: Any, tasks: list[Any], counts: list[int], step: int) -> list[Trajectory]:
     trajectories: list[Trajectory] = []
     for task, count in zip(tasks, counts, strict=True):
         async for group in arollout(env_id, policy, tasks=[task], group_size=count, seed=step):
