@@ -2,22 +2,29 @@
 
 Human output goes to the terminal; with ``--json`` exactly one JSON document is printed on
 stdout and nothing else (progress and warnings go to stderr).
+
+Every user error (a bad option, an unreachable database, a missing extra) is one line on
+stderr, ``error: ...``, and exit status 2; ``--debug`` (anywhere on the line, or
+``GYMHUB_DEBUG=1``) shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
+import os
 import sys
 import time
-import uuid
+import traceback
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
+from typer.exceptions import TyperException
 
 from gymhub.errors import GymhubError
 
@@ -32,12 +39,84 @@ if not out.is_terminal:  # piped (logs, CI): wide enough that tables are not cut
 err = Console(stderr=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """The console script: runs a command; user errors are one line, never a traceback."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("GYMHUB_DEBUG", "") not in ("", "0")
+    args = [a for a in args if a != "--debug"]
     try:
-        app()
+        code = typer.main.get_command(app).main(args=args, prog_name="gymhub", standalone_mode=False)
+    except TyperException as exc:  # bad option, missing argument, value out of range
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:  # `gymhub` alone: the help
+            sys.stdout.write(ctx.get_help() + "\n")
+            sys.exit(0)
+        if debug:
+            traceback.print_exc()
+        command = ctx.command_path if ctx is not None else "gymhub"
+        _error_line(f"{exc.format_message()} (see `{command} --help`)")
+        code = getattr(exc, "exit_code", 2)
+    except typer.Abort:
+        _error_line("aborted")
+        code = 130
     except GymhubError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        sys.exit(2)
+        if debug:
+            traceback.print_exc()
+        _error_line(str(exc))
+        code = 2
+    except Exception as exc:  # a bug, or a failure nobody turned into a GymhubError yet
+        if debug:
+            raise
+        _error_line(f"{type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
+        code = 1
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _error_line(message: str) -> None:
+    """``error: ...`` on stderr, as one line (plain text: no markup, no wrapping)."""
+    sys.stderr.write("error: " + " ".join(message.split()) + "\n")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from gymhub import __version__
+
+        print(f"gymhub {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors (anywhere on the line)."),
+) -> None:
+    """gymhub: sandboxed environments for LLM agents, with verifiers."""
+
+
+def _require_extra(extra: str, *modules: str) -> None:
+    """Fail before any work when an optional extra is not installed, naming the pip command."""
+    missing = [m for m in modules if not _importable(m)]
+    if missing:
+        raise GymhubError(f"this needs {', '.join(missing)}: pip install 'gymhub[{extra}]'")
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module set to None
+        return False
+
+
+def _check_out_path(path: str) -> Path:
+    """An output file whose folder exists (checked before any work)."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise GymhubError(f"--out {path} is a folder: give a file path")
+    if not target.parent.is_dir():
+        raise GymhubError(f"--out {path}: the folder {target.parent} does not exist")
+    return target
 
 
 def _emit_json(document: Any) -> None:
@@ -123,16 +202,25 @@ def info_command(env_id: str, as_json: bool = typer.Option(False, "--json")) -> 
     out.print(rule_table)
 
 
+MAX_SEED = 2**63 - 1
+
+
 @app.command("rollout")
 def rollout_command(
     env_id: str = typer.Argument(..., help="An env id, or 'all' for every registered env."),
-    policy: str = typer.Option("reference", help="reference[:variant] | openai:URL[#model] | hf:PATH"),
-    tasks: int | None = typer.Option(None, "--tasks", help="Number of tasks (default: all)."),
-    group_size: int = typer.Option(1, "--group-size", "-g", help="Samples per task (G)."),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", help="Parallel episodes."),
-    split: str = typer.Option("train", help="train | eval"),
+    policy: str | None = typer.Option(
+        None, help="reference[:variant] | openai:URL[#model] | hf:PATH (default: reference)."
+    ),
+    tasks: int | None = typer.Option(None, "--tasks", min=1, help="Number of tasks (default: all)."),
+    group_size: int | None = typer.Option(
+        None, "--group-size", "-g", min=1, help="Samples per task, G (default: 1)."
+    ),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Parallel episodes."),
+    split: str | None = typer.Option(None, help="train | eval (default: train)."),
     db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path."),
-    seed: int = typer.Option(0, help="Run seed (per-episode seeds derive from it)."),
+    seed: int | None = typer.Option(
+        None, min=0, max=MAX_SEED, help="Run seed; per-episode seeds derive from it (default: 0)."
+    ),
     resume: str | None = typer.Option(None, help="Continue this run id; skip what is stored."),
     sandbox: str | None = typer.Option(
         None, help="Sandbox backend: local | bwrap | docker (default: the spec's)."
@@ -143,20 +231,36 @@ def rollout_command(
     address: str | None = typer.Option(None, help="Ray cluster address (default: a local Ray)."),
 ) -> None:
     """Roll a policy out on an env, store every trajectory, print a summary."""
-    from gymhub.registry import list_envs
+    from gymhub.registry import list_envs, spec
+    from gymhub.rollout_engine import check_sandbox_backend
     from gymhub.store import open_store
 
-    if split not in ("train", "eval"):
+    if split not in (None, "train", "eval"):
         raise GymhubError(f"--split must be train or eval, not {split!r}")
-    store = open_store(db)
     if resume is not None and env_id == "all":
         raise GymhubError("--resume continues one run: name its env, not 'all'")
-    env_ids = [s.id for s in list_envs()] if env_id == "all" else [env_id]
-    summaries = []
-    for one_env in env_ids:
-        summaries.append(
-            _rollout_one(
+    if resume is not None and run_id is not None:
+        raise GymhubError("--run-id names a new run; --resume continues one: give only one of them")
+    if backend not in ("local", "ray"):
+        raise GymhubError(f"--backend must be local or ray, not {backend!r}")
+    if backend == "local" and address:
+        raise GymhubError("--address names a Ray cluster: use it with --backend ray")
+    if backend == "ray":
+        _require_extra("ray", "ray")
+    env_ids = [s.id for s in list_envs()] if env_id == "all" else [spec(env_id).id]
+    check_sandbox_backend(sandbox)
+    store = open_store(db)
+    try:
+        if run_id is not None and store.find_run(run_id) is not None:
+            raise GymhubError(
+                f"run {run_id!r} already exists in {db}: choose another --run-id, "
+                f"or continue it with --resume {run_id}"
+            )
+        summaries = []
+        for one_env in env_ids:
+            summary = _rollout_one(
                 store,
+                db,
                 one_env,
                 policy,
                 tasks,
@@ -168,79 +272,90 @@ def rollout_command(
                 run_id if len(env_ids) == 1 else None,
                 as_json,
                 sandbox,
-                _episode_backend(backend, address),
+                backend,
+                address,
             )
-        )
-    store.close()
+            summaries.append(summary)
+    finally:
+        store.close()
     if as_json:
         _emit_json(summaries[0] if len(summaries) == 1 else {"runs": summaries})
     else:
         _print_summary(summaries, db)
+    failed = [s for s in summaries if s["new_trajectories"] > 0 and s["new_errors"] == s["new_trajectories"]]
+    if failed:
+        for s in failed:
+            _error_line(
+                f"every trajectory of run {s['run_id']} ({s['env_id']}) errored; "
+                f"first error: {s['first_error']}"
+            )
+        raise typer.Exit(1)
 
 
 def _episode_backend(name: str, address: str | None) -> Any:
-    if name == "local":
-        if address:
-            raise GymhubError("--address names a Ray cluster: use it with --backend ray")
-        return "local"
     if name == "ray":
         from gymhub.ray_backend import RayBackend
 
         return RayBackend(address)
-    raise GymhubError(f"--backend must be local or ray, not {name!r}")
+    return "local"
 
 
 def _rollout_one(
     store: Any,
+    db: str,
     env_id: str,
-    policy: str,
+    policy: str | None,
     tasks: int | None,
-    group_size: int,
+    group_size: int | None,
     concurrency: int,
-    split: str,
-    seed: int,
+    split: str | None,
+    seed: int | None,
     resume: str | None,
     run_id: str | None,
     quiet: bool,
     sandbox: str | None = None,
-    backend: Any = "local",
+    backend: str = "local",
+    address: str | None = None,
 ) -> dict[str, Any]:
-    from gymhub.registry import make
-    from gymhub.rollout_engine import arollout, select_tasks
+    from gymhub.rollout_engine import arollout, plan_run
 
     if resume is not None:
         run = store.get_run(resume)
-        env_id, policy, split, group_size, seed = (
-            run.env_id,
-            run.policy,
-            run.split,
-            run.group_size,
-            run.seed,
-        )
-        task_list: list[Any] = run.task_ids
-        rid = run.id
-        skip = store.stored_keys(rid)
-        env_kwargs = dict(run.config.get("env_kwargs", {}))
-    else:
-        env_kwargs = {"sandbox": sandbox} if sandbox else {}
-        probe = make(env_id, split=split, **env_kwargs)
-        chosen = select_tasks(probe, tasks)
-        probe.close()
-        rid = run_id or uuid.uuid4().hex[:12]
-        store.create_run(
-            rid,
-            env_id=env_id,
-            policy=policy,
-            split=split,
-            group_size=group_size,
-            seed=seed,
-            tasks=chosen,
-            config={"concurrency": concurrency, "env_kwargs": env_kwargs},
-        )
-        task_list, skip = [t.id for t in chosen], set()
+        if run.env_id != env_id:
+            raise GymhubError(
+                f"run {resume!r} rolls out {run.env_id}, not {env_id}: "
+                f"`gymhub rollout {run.env_id} --db {db} --resume {resume}`"
+            )
+        if policy is not None and policy != run.policy:
+            raise GymhubError(f"run {resume!r} was rolled out with --policy {run.policy}, not {policy}")
+        if tasks is not None and tasks != len(run.task_ids):
+            raise GymhubError(f"run {resume!r} has {len(run.task_ids)} tasks, not --tasks {tasks}")
+        if sandbox is not None and run.config.get("env_kwargs", {}).get("sandbox") != sandbox:
+            raise GymhubError(
+                f"run {resume!r} was rolled out with another sandbox: resume it without --sandbox"
+            )
+        policy = run.policy
+    policy = policy or "reference"
+    plan = plan_run(
+        env_id,
+        policy,
+        tasks=tasks if resume is None else None,
+        group_size=group_size,
+        concurrency=concurrency,
+        split=split,
+        seed=seed,
+        env_kwargs={"sandbox": sandbox} if sandbox else None,
+        store=store,
+        run_id=resume or run_id,
+        resume=resume is not None,
+    )
+    rid = plan.run_id
     if not quiet:
-        err.print(f"run [bold]{rid}[/bold]: {env_id} × {policy}, {len(task_list)} tasks × G={group_size}")
-    total = len(task_list) * group_size - len(skip)
+        err.print(
+            f"run [bold]{rid}[/bold]: {env_id} × {policy}, {len(plan.tasks)} tasks × G={plan.group_size}",
+            soft_wrap=True,
+        )
+    total = plan.todo
     start = time.perf_counter()
     progress = Progress(
         TextColumn(env_id),
@@ -251,28 +366,36 @@ def _rollout_one(
         disable=quiet or not err.is_terminal,
         transient=False,
     )
+    new_errors: list[str] = []
+
+    def finished(trajectory: Any) -> None:
+        progress.advance(bar)
+        if trajectory.status == "errored":
+            new_errors.append(trajectory.error or "?")
 
     async def drive() -> None:
         async for _ in arollout(
             env_id,
             policy,
-            tasks=task_list,
-            group_size=group_size,
-            concurrency=concurrency,
             store=store,
-            run_id=rid,
-            split=split,
-            seed=seed,
-            skip=skip,
-            env_kwargs=env_kwargs,
-            on_trajectory=lambda _t: progress.advance(bar),
-            backend=backend,
+            concurrency=concurrency,
+            on_trajectory=finished,
+            backend=_episode_backend(backend, address),
+            plan=plan,
         ):
             pass
 
-    with progress:
-        bar = progress.add_task(env_id, total=total)
-        asyncio.run(drive())
+    try:
+        with progress:
+            bar = progress.add_task(env_id, total=total)
+            asyncio.run(drive())
+    except KeyboardInterrupt:
+        done = len(store.stored_keys(rid))
+        _error_line(
+            f"interrupted: run {rid} has {done} of {len(plan.tasks) * plan.group_size} trajectories stored; "
+            f"continue it with: gymhub rollout {env_id} --db {db} --resume {rid}"
+        )
+        raise typer.Exit(130) from None
     elapsed = time.perf_counter() - start
     stored = store.load_trajectories(rid)
     verdicts = [t.verdict for t in stored if t.verdict is not None]
@@ -280,12 +403,14 @@ def _rollout_one(
         "run_id": rid,
         "env_id": env_id,
         "policy": policy,
-        "split": split,
-        "tasks": len(task_list),
-        "group_size": group_size,
+        "split": plan.split,
+        "tasks": len(plan.tasks),
+        "group_size": plan.group_size,
         "trajectories": len(stored),
         "new_trajectories": total,
         "errors": sum(1 for t in stored if t.status == "errored"),
+        "new_errors": len(new_errors),
+        "first_error": new_errors[0] if new_errors else None,
         "verifier_errors": sum(1 for v in verdicts if v.errored),
         "mean_outcome": _mean([v.outcome for v in verdicts]),
         "mean_path_signal": _mean([v.path_signal for v in verdicts]),
@@ -300,9 +425,10 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _print_summary(summaries: list[dict[str, Any]], db: str) -> None:
+    run_width = max(len(s["run_id"]) for s in summaries)
     table = Table(
         "env",
-        "run",
+        Column("run", no_wrap=True, min_width=run_width, overflow="fold"),  # never cut to "…"
         "tasks",
         "trajectories",
         "mean outcome",
@@ -325,6 +451,8 @@ def _print_summary(summaries: list[dict[str, Any]], db: str) -> None:
             _fmt(s["trajectories_per_s"]),
         )
     out.print(table)
+    for s in summaries:
+        print(f"run {s['run_id']} ({s['env_id']}): {s['trajectories']} trajectories in {db}")
 
 
 def _fmt(value: float | None) -> str:
@@ -336,14 +464,20 @@ def verify_command(
     path: str = typer.Argument(..., help="A JSONL export of trajectories."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Re-verify stored trajectories; report every verdict whose digest changed."""
+    """Replay and re-verify stored trajectories; report every verdict that changed in any field."""
     from gymhub.reverify import reverify
-    from gymhub.store.export import read_jsonl
+    from gymhub.store.export import read_jsonl_lines
 
+    if Path(path).is_dir():
+        raise GymhubError(f"{path} is a folder: give a JSONL file (gymhub export RUN --out FILE)")
     try:
-        trajectories = read_jsonl(path)
+        records = read_jsonl_lines(path)
     except (OSError, ValueError) as exc:
         raise GymhubError(f"cannot read trajectories from {path}: {exc}") from exc
+    if not records:
+        raise GymhubError(f"{path} holds no trajectories (an empty file): nothing to verify")
+    trajectories = [t for _, t in records]
+    line_of = {t.id: number for number, t in records}
     results = reverify(trajectories)
     changed = [r for r in results if r.changed or r.error]
     doc: dict[str, Any] = {
@@ -352,8 +486,10 @@ def verify_command(
         "skipped_errored": len(trajectories) - len(results),
         "mismatches": [
             {
+                "line": line_of.get(r.trajectory_id),
                 "trajectory_id": r.trajectory_id,
                 "task_id": r.task_id,
+                "changed_fields": r.changed_fields,
                 "stored_digest": r.stored.digest if r.stored else None,
                 "fresh_digest": r.fresh.digest if r.fresh else None,
                 "stored_outcome": r.stored.outcome if r.stored else None,
@@ -366,12 +502,13 @@ def verify_command(
     if as_json:
         _emit_json(doc)
     else:
-        out.print(f"checked {doc['checked']} trajectories: {doc['changed']} changed")
+        print(f"checked {doc['checked']} trajectories of {path}: {doc['changed']} changed")
         for m in doc["mismatches"]:
-            out.print(
-                f"  [red]changed[/red] {m['trajectory_id']} (task {m['task_id']}): "
-                f"outcome {m['stored_outcome']} -> {m['fresh_outcome']} {m['error'] or ''}"
+            what = m["error"] or (
+                f"{', '.join(m['changed_fields'])} differ; "
+                f"outcome {m['stored_outcome']} -> {m['fresh_outcome']}"
             )
+            print(f"  {path}:{m['line']}: trajectory {m['trajectory_id']} (task {m['task_id']}): {what}")
     if changed:
         raise typer.Exit(1)
 
@@ -386,12 +523,14 @@ def rlvp_report_command(
     from gymhub.registry import load_part
     from gymhub.store import open_store
 
-    store = open_store(db)
+    store = open_store(db, create=False)
     trajectories = []
-    for run in runs:
-        store.get_run(run)
-        trajectories += store.load_trajectories(run)
-    store.close()
+    try:
+        for run in runs:
+            store.get_run(run)
+            trajectories += store.load_trajectories(run)
+    finally:
+        store.close()
     report = load_part("gymhub.verifiers.reachability:reachability_report")(trajectories)
     if as_json:
         _emit_json(report)
@@ -487,6 +626,7 @@ def bench_verifiers_command(
             _fmt(r["hack_resistance"]),
         )
     out.print(table)
+    out.print(load_part("gymhub.verifiers.bench:blind_floor_table")(results))
     for r in results:
         for name in r["false_positives"]:
             out.print(f"[red]false positive[/red] {r['env_id']} {name}")
@@ -528,12 +668,14 @@ def sandbox_check_command() -> None:
 
     table = Table("backend", "status")
     for name, target in (
-        ("local", None),
+        ("local", "gymhub.sandboxes.local:local_available"),
+        ("local-unsafe", None),
         ("bwrap", "gymhub.sandboxes.bwrap:bwrap_available"),
         ("docker", "gymhub.sandboxes.docker_backend:docker_available"),
     ):
         reason = load_part(target)() if target else None
-        table.add_row(name, "ok" if reason is None else f"unavailable: {reason}")
+        status = "ok" if reason is None else f"unavailable: {reason}"
+        table.add_row(name, "ok: no isolation at all" if name == "local-unsafe" else status)
     out.print(table)
 
 
@@ -560,18 +702,60 @@ def serve_command(
     token: str | None = typer.Option(
         None, envvar="GYMHUB_TOKEN", help="Bearer token (required off loopback)."
     ),
-    ttl: float = typer.Option(600.0, help="Idle seconds before a session is closed."),
+    ttl: float = typer.Option(600.0, min=0.001, help="Idle seconds before a session is closed."),
+    max_sessions_per_client: int = typer.Option(
+        64, "--max-sessions-per-client", min=1, help="Open sessions one client may hold."
+    ),
 ) -> None:
     """Serve environments as HTTP sessions (OpenAPI at /docs and /openapi.json)."""
+    from gymhub.registry import spec
+
+    _require_extra("serve", "fastapi", "uvicorn")
+    _check_bind(host, token)
+    for env_id in env_ids or []:
+        spec(env_id)  # an unknown id fails here, with close matches
     import uvicorn
 
     from gymhub.server import create_app
 
-    if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        raise GymhubError(f"binding to {host} exposes the envs: give --token (or GYMHUB_TOKEN)")
-    uvicorn.run(
-        create_app(env_ids or None, token=token, ttl_s=ttl), host=host, port=port, log_level="warning"
+    app_ = create_app(
+        env_ids or None, token=token, ttl_s=ttl, max_sessions_per_client=max_sessions_per_client
     )
+    _serve_printing_url(
+        uvicorn, app_, host, port, f"serving {', '.join(env_ids) if env_ids else 'every env'}"
+    )
+
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def _check_bind(host: str, token: str | None) -> None:
+    if host not in LOOPBACK_HOSTS and not token:
+        raise GymhubError(f"binding to {host} exposes the envs: give --token (or GYMHUB_TOKEN)")
+
+
+def _serve_printing_url(uvicorn: Any, asgi_app: Any, host: str, port: int, what: str) -> None:
+    """Run uvicorn; once it listens, print the URL (the real port, when --port 0) on stderr."""
+    config = uvicorn.Config(asgi_app, host=host, port=port, log_level="warning")
+    server = uvicorn.Server(config)
+
+    async def run() -> None:
+        task = asyncio.create_task(server.serve())
+        while not server.started and not task.done():
+            await asyncio.sleep(0.05)
+        if server.started:
+            bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
+            shown = f"[{host}]" if ":" in host else host
+            sys.stderr.write(f"{what} at http://{shown}:{bound} (Ctrl-C stops)\n")
+            sys.stderr.flush()
+        await task
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+    if not server.started:
+        raise GymhubError(f"could not listen on {host}:{port} (in use, or not an address of this machine)")
 
 
 train_app = typer.Typer(help="Train a policy on an env.", no_args_is_help=True)
@@ -596,6 +780,7 @@ def train_grpo_command(
 
     from gymhub.registry import load_part
 
+    _require_extra("train", "torch", "transformers")
     config_class = load_part("gymhub.trainers.grpo:GRPOConfig")
     given = {
         "env": env,
@@ -631,17 +816,20 @@ def serve_reward_command(
     env_id: str = typer.Argument(..., help="The env whose verifier scores the completions."),
     host: str = typer.Option("127.0.0.1", help="Bind address (loopback by default)."),
     port: int = typer.Option(5000, help="Port."),
-    workers: int = typer.Option(2, help="Episodes verified at once."),
+    workers: int = typer.Option(2, min=1, help="Episodes verified at once."),
 ) -> None:
     """OpenRLHF's remote reward protocol (--remote_rm_url http://HOST:PORT/get_reward)."""
+    from gymhub.registry import load_part, spec
+
+    _require_extra("serve", "fastapi", "uvicorn")
+    spec(env_id)
     import uvicorn
 
-    from gymhub.registry import load_part
     from gymhub.scoring import CompletionScorer
 
     app_factory = load_part("gymhub.trainers.openrlhf:create_reward_app")
     scorer = CompletionScorer(env_id, workers=workers)
-    uvicorn.run(app_factory(env_id, scorer=scorer), host=host, port=port, log_level="warning")
+    _serve_printing_url(uvicorn, app_factory(env_id, scorer=scorer), host, port, f"rewards of {env_id}")
 
 
 @app.command("openrlhf-agent")
@@ -666,19 +854,31 @@ def openrlhf_agent_command(
 def mcp_command(
     env_id: str = typer.Argument(..., help="The env to serve."),
     transport: str = typer.Option("stdio", help="stdio | http"),
-    host: str = typer.Option("127.0.0.1", help="Bind address for --transport http."),
+    host: str = typer.Option("127.0.0.1", help="Bind address for --transport http (loopback by default)."),
     port: int = typer.Option(8001, help="Port for --transport http."),
+    token: str | None = typer.Option(
+        None, envvar="GYMHUB_TOKEN", help="Bearer token for --transport http (required off loopback)."
+    ),
 ) -> None:
     """Serve an env's tools, plus list_tasks / reset / submit, over MCP (fastmcp)."""
+    from gymhub.registry import spec
+
+    if transport not in ("stdio", "http"):
+        raise GymhubError(f"unknown transport {transport!r}: use stdio or http")
+    _require_extra("envs", "fastmcp")
+    if transport == "http":
+        _check_bind(host, token)
+    spec(env_id)
     from gymhub.mcp_server import build_mcp_server
 
-    server = build_mcp_server(env_id)
+    server = build_mcp_server(env_id, token=token if transport == "http" else None)
     if transport == "stdio":
         server.run(transport="stdio", show_banner=False)
-    elif transport == "http":
-        server.run(transport="http", host=host, port=port, show_banner=False)
     else:
-        raise GymhubError(f"unknown transport {transport!r}: use stdio or http")
+        shown = f"[{host}]" if ":" in host else host
+        sys.stderr.write(f"serving {env_id} over MCP at http://{shown}:{port}/mcp (Ctrl-C stops)\n")
+        sys.stderr.flush()
+        server.run(transport="http", host=host, port=port, show_banner=False)
 
 
 @app.command("export")
@@ -693,12 +893,72 @@ def export_command(
     from gymhub.store.export import EXPORTERS
 
     if format not in EXPORTERS:
-        raise GymhubError(f"--format must be one of {sorted(EXPORTERS)}, not {format!r}")
-    store = open_store(db)
-    store.get_run(run)
-    count = EXPORTERS[format](store.load_trajectories(run), out_path)
-    store.close()
-    err.print(f"wrote {count} trajectories to {out_path}")
+        raise GymhubError(f"--format must be one of {', '.join(sorted(EXPORTERS))}, not {format!r}")
+    if format == "parquet":
+        _require_extra("export", "pyarrow")
+    target = _check_out_path(out_path)
+    store = open_store(db, create=False)
+    try:
+        store.get_run(run)
+        trajectories = store.load_trajectories(run)
+    finally:
+        store.close()
+    count = EXPORTERS[format](trajectories, target)
+    err.print(f"wrote {count} trajectories to {target}", soft_wrap=True)
+
+
+@app.command("runs")
+def runs_command(
+    db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the runs in a store: id, env, policy, tasks × G, trajectories stored and errored."""
+    from gymhub.store import open_store
+
+    store = open_store(db, create=False)
+    try:
+        runs = store.list_runs()
+        counts = store.run_counts()
+    finally:
+        store.close()
+    rows: list[dict[str, Any]] = [
+        {
+            "run_id": r.id,
+            "env_id": r.env_id,
+            "policy": r.policy,
+            "split": r.split,
+            "tasks": len(r.task_ids),
+            "group_size": r.group_size,
+            "expected": len(r.task_ids) * r.group_size,
+            "stored": counts.get(r.id, (0, 0))[0],
+            "errored": counts.get(r.id, (0, 0))[1],
+        }
+        for r in runs
+    ]
+    if as_json:
+        _emit_json(rows)
+        return
+    table = Table(
+        Column("run", no_wrap=True, overflow="fold"),
+        "env",
+        "policy",
+        "split",
+        "tasks × G",
+        "stored",
+        "errored",
+        title=f"runs in {db}",
+    )
+    for row in rows:
+        table.add_row(
+            row["run_id"],
+            row["env_id"],
+            row["policy"],
+            row["split"],
+            f"{row['tasks']} × {row['group_size']}",
+            f"{row['stored']}/{row['expected']}",
+            str(row["errored"]),
+        )
+    out.print(table)
 
 
 if __name__ == "__main__":

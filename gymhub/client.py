@@ -5,18 +5,49 @@
     obs, reward, terminated, truncated, info = env.step(action)   # info["verdict"] is a Verdict
 
 Sync methods use an ``httpx.Client``; ``areset`` / ``astep`` / ``aclose`` an ``httpx.AsyncClient``.
+Every failure is a :class:`~gymhub.errors.GymhubError`: :class:`ServerUnreachable` (cannot
+connect, timed out, connection dropped), :class:`RemoteError` (the server answered an error,
+or something that is not gymhub's JSON), :class:`~gymhub.errors.EpisodeOver` (409).
 """
 
 from __future__ import annotations
 
 import base64
+import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 
 from gymhub.env import TextSpace
-from gymhub.errors import EpisodeOver, GymhubError
+from gymhub.errors import BadAction, EpisodeOver, GymhubError
 from gymhub.types import Message, Verdict
+
+
+class ServerUnreachable(GymhubError, ConnectionError):
+    """The env server could not be reached, or the connection failed mid-request."""
+
+
+class RemoteError(GymhubError, RuntimeError):
+    """The env server refused a request (4xx/5xx), or its answer is not gymhub's JSON."""
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+def _send(base_url: str, call: Callable[[], httpx.Response]) -> httpx.Response:
+    try:
+        return call()
+    except httpx.TransportError as exc:  # connect, read, write, timeout, protocol errors
+        raise ServerUnreachable(f"gymhub server {base_url}: {type(exc).__name__}: {exc}") from exc
+
+
+async def _asend(base_url: str, call: Callable[[], Awaitable[httpx.Response]]) -> httpx.Response:
+    try:
+        return await call()
+    except httpx.TransportError as exc:
+        raise ServerUnreachable(f"gymhub server {base_url}: {type(exc).__name__}: {exc}") from exc
 
 
 class RemoteEnv:
@@ -51,16 +82,15 @@ class RemoteEnv:
             "task_id": (options or {}).get("task_id"),
             "kwargs": self.env_kwargs,
         }
-        data = _checked(self._http.post("/sessions", json=body))
-        self.session_id = data["session_id"]
-        return data["observation"], data["info"]
+        data = _checked(_send(self.base_url, lambda: self._http.post("/sessions", json=body)))
+        self.session_id = _field(data, "session_id")
+        return _field(data, "observation"), _field(data, "info")
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.session_id is None:
             raise EpisodeOver("step() before reset(): call reset() to start an episode")
-        return _step_result(
-            self._http.post(f"/sessions/{self.session_id}/step", json={"action": _wire(action)})
-        )
+        path, payload = f"/sessions/{self.session_id}/step", {"action": _wire(action)}
+        return _step_result(_send(self.base_url, lambda: self._http.post(path, json=payload)))
 
     def close(self) -> None:
         self._drop_session()
@@ -68,8 +98,8 @@ class RemoteEnv:
 
     def _drop_session(self) -> None:
         if self.session_id is not None:
-            self._http.delete(f"/sessions/{self.session_id}")
-            self.session_id = None
+            sid, self.session_id = self.session_id, None
+            _send(self.base_url, lambda: self._http.delete(f"/sessions/{sid}"))
 
     # ------------------------------------------------------------ async
     def _async(self) -> httpx.AsyncClient:
@@ -83,28 +113,28 @@ class RemoteEnv:
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         if self.session_id is not None:
-            await self._async().delete(f"/sessions/{self.session_id}")
+            sid, self.session_id = self.session_id, None
+            await _asend(self.base_url, lambda: self._async().delete(f"/sessions/{sid}"))
         body = {
             "env_id": self.env_id,
             "seed": seed,
             "task_id": (options or {}).get("task_id"),
             "kwargs": self.env_kwargs,
         }
-        data = _checked(await self._async().post("/sessions", json=body))
-        self.session_id = data["session_id"]
-        return data["observation"], data["info"]
+        data = _checked(await _asend(self.base_url, lambda: self._async().post("/sessions", json=body)))
+        self.session_id = _field(data, "session_id")
+        return _field(data, "observation"), _field(data, "info")
 
     async def astep(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.session_id is None:
             raise EpisodeOver("step() before reset(): call reset() to start an episode")
-        return _step_result(
-            await self._async().post(f"/sessions/{self.session_id}/step", json={"action": _wire(action)})
-        )
+        path, payload = f"/sessions/{self.session_id}/step", {"action": _wire(action)}
+        return _step_result(await _asend(self.base_url, lambda: self._async().post(path, json=payload)))
 
     async def aclose(self) -> None:
         if self.session_id is not None:
-            await self._async().delete(f"/sessions/{self.session_id}")
-            self.session_id = None
+            sid, self.session_id = self.session_id, None
+            await _asend(self.base_url, lambda: self._async().delete(f"/sessions/{sid}"))
         if self._ahttp is not None:
             await self._ahttp.aclose()
             self._ahttp = None
@@ -117,25 +147,46 @@ def _wire(action: Any) -> Any:
         return action.to_openai()
     if isinstance(action, (bytes, bytearray)):
         return {"bytes_b64": base64.b64encode(bytes(action)).decode()}
+    try:
+        json.dumps(action, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise BadAction(f"action cannot travel as JSON: {exc}") from None
     return action
 
 
 def _checked(response: httpx.Response) -> Any:
+    try:
+        data = response.json()
+    except (ValueError, UnicodeDecodeError):
+        data = None
     if response.status_code >= 400:
-        detail = (
-            response.json().get("detail")
-            if "json" in response.headers.get("content-type", "")
-            else response.text
-        )
+        detail = data.get("detail") if isinstance(data, dict) else response.text[:500]
         if response.status_code == 409:
             raise EpisodeOver(str(detail))
-        raise GymhubError(f"HTTP {response.status_code}: {detail}")
-    return response.json()
+        raise RemoteError(f"HTTP {response.status_code}: {detail}", response.status_code)
+    if not isinstance(data, dict):
+        raise RemoteError(
+            f"HTTP {response.status_code} from {response.url}: not gymhub's JSON: {response.text[:200]!r}",
+            response.status_code,
+        )
+    return data
+
+
+def _field(data: dict[str, Any], name: str) -> Any:
+    if name not in data:
+        raise RemoteError(f"the server's answer has no {name!r}: {json.dumps(data)[:200]}")
+    return data[name]
 
 
 def _step_result(response: httpx.Response) -> tuple[str, float, bool, bool, dict[str, Any]]:
     data = _checked(response)
-    info = data["info"]
-    if isinstance(info.get("verdict"), dict):
+    info = _field(data, "info")
+    if isinstance(info, dict) and isinstance(info.get("verdict"), dict):
         info["verdict"] = Verdict.model_validate(info["verdict"])
-    return data["observation"], data["reward"], data["terminated"], data["truncated"], info
+    return (
+        _field(data, "observation"),
+        _field(data, "reward"),
+        _field(data, "terminated"),
+        _field(data, "truncated"),
+        info,
+    )

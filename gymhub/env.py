@@ -411,7 +411,7 @@ def coerce_action(action: Any, max_bytes: int, tool_names: list[str] | None = No
     elif isinstance(action, dict):
         try:
             message = message_from_openai({"role": "assistant", **action})
-        except (ValidationError, TypeError, ValueError, KeyError) as exc:
+        except (ValidationError, TypeError, ValueError, KeyError, AttributeError) as exc:  # wrong types
             raise BadAction(f"action is not a valid chat message: {exc}"[:500]) from None
     else:
         raise BadAction(f"action must be text or a chat message, not {type(action).__name__}")

@@ -2,6 +2,13 @@
 
 It drives the env through its public sync API only (so it works on a remote env too) and
 collects every broken promise into one :class:`~gymhub.errors.EnvContractError`.
+
+One promise is about the verifier rather than the API: no blind policy
+(:mod:`gymhub.policies.blind`: empty reply, immediate finish, the most frequent answer, ...)
+may average above :data:`~gymhub.policies.blind.BLIND_FLOOR` on either split. It is checked on
+a seeded sample of tasks per split, on every env that lists its tasks (``env.all_tasks``; a
+remote env is checked where it is served), except one whose spec declares its outcome
+``format-only`` (it scores the reply's form, which a fixed reply can have).
 """
 
 from __future__ import annotations
@@ -10,7 +17,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from gymhub.errors import EnvContractError, EpisodeOver
+from gymhub.errors import EnvContractError, EpisodeOver, GymhubError
+from gymhub.policies.blind import BLIND_FLOOR, blind_floor
 from gymhub.types import Verdict
 
 BAD_ACTIONS: dict[str, Any] = {
@@ -63,8 +71,42 @@ def _play(env: Any, task_id: str, actions: list[Any]) -> tuple[Verdict | None, i
     return None, len(actions) * 50
 
 
-def check_env(env: Any, *, seed: int = 1234, check_bad_actions: bool = True) -> None:
-    """Raise :class:`EnvContractError` listing every way ``env`` breaks the contract."""
+def _outcome_kind(env: Any) -> str:
+    """The spec's ``outcome`` (``task`` unless the env declares ``format-only``)."""
+    from gymhub.registry import spec
+
+    found = getattr(env, "spec_info", None)
+    if found is None:
+        try:
+            found = spec(str(getattr(env, "env_id", "")))
+        except GymhubError:
+            return "task"
+    return str(getattr(found, "outcome", "task"))
+
+
+def blind_floor_problems(env: Any, *, tasks_per_split: int = 20) -> list[str]:
+    """Every blind policy that averages above the floor on a split, as contract problems."""
+    report = blind_floor(env, tasks_per_split=tasks_per_split)
+    return [
+        f"the blind policy {s.policy} averages outcome {s.mean_outcome:.3f} on {s.tasks} {s.split} "
+        f"tasks (the floor is {BLIND_FLOOR}): the outcome does not depend on doing the task"
+        for s in report.above(BLIND_FLOOR)
+    ]
+
+
+def check_env(
+    env: Any,
+    *,
+    seed: int = 1234,
+    check_bad_actions: bool = True,
+    check_blind_floor: bool = True,
+    blind_tasks_per_split: int = 20,
+) -> None:
+    """Raise :class:`EnvContractError` listing every way ``env`` breaks the contract.
+
+    ``check_blind_floor=False`` skips the blind-policy floor (for a quick API-only check); an
+    env whose spec says ``outcome: format-only`` is exempt from it.
+    """
     problems: list[str] = []
     obs1, info1 = env.reset(seed=seed)
     obs2, info2 = env.reset(seed=seed)
@@ -128,6 +170,8 @@ def check_env(env: Any, *, seed: int = 1234, check_bad_actions: bool = True) -> 
         again, _ = _play(env, task_id, actions)
         if again is None or again.model_dump_json() != verdict.model_dump_json():
             problems.append("the same task and actions gave a different verdict or digest")
+    if check_blind_floor and hasattr(env, "all_tasks") and _outcome_kind(env) != "format-only":
+        problems += blind_floor_problems(env, tasks_per_split=blind_tasks_per_split)
     if problems:
         raise EnvContractError(
             f"{getattr(env, 'env_id', env)} breaks the env contract:\n- " + "\n- ".join(problems)

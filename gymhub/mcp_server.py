@@ -66,9 +66,13 @@ class McpEpisode:
         return await self.act({"role": "assistant", "content": "", "tool_calls": [call]})
 
 
-def build_mcp_server(env_id: str, **env_kwargs: Any) -> FastMCP:
-    """A ``fastmcp.FastMCP`` app serving ``env_id``'s tools plus list_tasks / reset / submit."""
+def build_mcp_server(env_id: str, *, token: str | None = None, **env_kwargs: Any) -> FastMCP:
+    """A ``fastmcp.FastMCP`` app serving ``env_id``'s tools plus list_tasks / reset / submit.
+
+    ``token``: over HTTP, every request must carry ``Authorization: Bearer TOKEN``.
+    """
     from fastmcp import FastMCP
+    from fastmcp.exceptions import ToolError
     from fastmcp.tools.base import Tool, ToolResult
 
     env = make(env_id, **env_kwargs)
@@ -79,29 +83,51 @@ def build_mcp_server(env_id: str, **env_kwargs: Any) -> FastMCP:
     if clash:
         raise GymhubError(f"{env_id}'s tools {clash} clash with the MCP server's control tools")
 
-    mcp = FastMCP(f"gymhub-{env_id}", instructions=f"gymhub environment {env_id}: call reset first.")
+    auth = None
+    if token:
+        from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+
+        auth = StaticTokenVerifier(tokens={token: {"client_id": "gymhub", "scopes": []}})
+    mcp = FastMCP(
+        f"gymhub-{env_id}",
+        instructions=f"gymhub environment {env_id}: call reset first.",
+        auth=auth,
+        mask_error_details=False,
+    )
+
+    async def guarded(call: Any) -> dict[str, Any]:
+        """A user's mistake (no episode, unknown task) is a tool error, not a logged traceback."""
+        try:
+            result: dict[str, Any] = await call
+        except GymhubError as exc:
+            raise ToolError(str(exc)) from None
+        return result
 
     @mcp.tool
     def list_tasks(split: str = "train", limit: int = 20) -> list[dict[str, str]]:
         """List tasks of the env: their ids and prompts."""
+        if split not in ("train", "eval"):
+            raise ToolError(f"split must be train or eval, not {split!r}")
         tasks = [t for t in env.all_tasks if t.split == split][: max(0, limit)]
         return [{"task_id": t.id, "prompt": t.prompt} for t in tasks]
 
     @mcp.tool
     async def reset(task_id: str | None = None, seed: int | None = None) -> dict[str, Any]:
         """Start an episode (a given task, or one drawn with the seed); returns its prompt."""
-        return await episode.reset(task_id, seed)
+        if seed is not None and seed < 0:
+            raise ToolError(f"seed must be non-negative, not {seed}")
+        return await guarded(episode.reset(task_id, seed))
 
     if "submit" not in names:
 
         @mcp.tool
         async def submit(answer: str = "") -> dict[str, Any]:
             """End the episode with a final answer and get the verifier's verdict."""
-            return await episode.act({"role": "assistant", "content": answer}, final=True)
+            return await guarded(episode.act({"role": "assistant", "content": answer}, final=True))
 
     class EnvTool(Tool):
         async def run(self, arguments: dict[str, Any]) -> ToolResult:
-            result = await episode.call_tool(self.name, arguments)
+            result = await guarded(episode.call_tool(self.name, arguments))
             return ToolResult(content=result["observation"] or "(no output)", structured_content=result)
 
     for spec in env_tools:

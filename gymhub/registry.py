@@ -6,7 +6,12 @@
   ``family`` / ``version`` / ``registry_spec`` class attributes fill the rest of the spec;
 * code calls :func:`register` directly.
 
-Every id is also registered with Gymnasium as ``gymhub/<id>``, so ``gymnasium.make`` works.
+Every id is also registered with Gymnasium as ``gymhub/<id>`` when ``gymhub`` is imported, so
+``gymnasium.make("gymhub/<id>")`` works after ``import gymhub``, and
+``gymnasium.make("gymhub:gymhub/<id>")`` (Gymnasium's own "import this module first" form) works
+in a fresh interpreter. Gymnasium 1.x has no plugin entry points (0.26-0.29 loaded the
+``gymnasium.envs`` group at import; 1.0 removed that), so no installed package can register ids
+before some module of it is imported.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import difflib
 import importlib
 import threading
 from importlib import metadata, resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +51,9 @@ class EnvSpec(BaseModel):
     reward: dict[str, Any] = Field(default_factory=dict)
     rules: dict[str, Any] = Field(default_factory=dict)
     probes: str = ""
+    # "format-only": the outcome scores the reply's form by design, so check_env's blind floor
+    # does not apply (a fixed well-formed reply passes); "task": it scores doing the task.
+    outcome: Literal["task", "format-only"] = "task"
     source: str = "register()"
 
     def load_class(self) -> type[Env]:
@@ -180,3 +188,12 @@ def make(id: str, **overrides: Any) -> Env:
     env = cls(**kwargs)
     env.spec_info = env_spec  # type: ignore[attr-defined]
     return env
+
+
+def register_gymnasium_envs() -> None:
+    """Register every known id with Gymnasium under ``gymhub/`` (reads registry.yaml and the
+    entry-point names, imports no env module: about 20 ms)."""
+    _load()
+
+
+register_gymnasium_envs()  # at `import gymhub`: the README's Gymnasium loop needs nothing more

@@ -24,9 +24,16 @@ class ReverifyResult:
 
     @property
     def changed(self) -> bool:
+        """Any field of the verdict differs (outcome, events, details, ...), not only the digest:
+        an edited outcome with its digest left alone is a change too."""
+        return bool(self.changed_fields)
+
+    @property
+    def changed_fields(self) -> list[str]:
         if self.stored is None or self.fresh is None:
-            return self.stored is not self.fresh
-        return self.stored.digest != self.fresh.digest
+            return [] if self.stored is self.fresh else ["verdict"]
+        fresh = self.fresh.model_dump(mode="json")
+        return [k for k, v in self.stored.model_dump(mode="json").items() if fresh.get(k) != v]
 
 
 async def replay(env: Env, trajectory: Trajectory) -> Verdict | None:

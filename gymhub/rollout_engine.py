@@ -1,10 +1,11 @@
 """The rollout engine: policy × env × G samples per task, streamed as TrajectoryGroups.
 
 ``arollout`` runs ``concurrency`` env instances as asyncio workers (env I/O and verification
-run in threads / subprocesses, so two workers keep two cores busy). Each finished trajectory
-is committed to the store at once — a killed run loses nothing, and ``skip`` (what the store
-already has) makes a resumed run do only the rest. A trajectory whose policy or env fails is
-kept as ``status="errored"`` with the reason: never dropped.
+run in threads / subprocesses, so two workers keep two cores busy). With a store, the run is
+recorded before the first episode (:func:`plan_run`) and each finished trajectory is committed
+to it at once — a killed run loses nothing, and ``resume=True`` does only what the store lacks.
+A trajectory whose policy or env fails is kept as ``status="errored"`` with the reason: never
+dropped.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gymhub.env import Env, message_from_openai
-from gymhub.errors import GymhubError
+from gymhub.errors import GymhubError, StoreError
 from gymhub.registry import make
 from gymhub.types import RewardConfig, Task, Trajectory, TrajectoryGroup, Turn, content_hash
 
@@ -44,10 +45,167 @@ def select_tasks(env: Env, tasks: int | Iterable[str | Task] | None) -> list[Tas
         return env.tasks
     if isinstance(tasks, int):
         pool = env.tasks
+        if tasks < 1:
+            raise GymhubError(f"the number of tasks must be at least 1, not {tasks}")
         if tasks > len(pool):
             raise GymhubError(f"{env.env_id} has {len(pool)} {env.split} tasks; {tasks} were asked for")
         return pool[:tasks]
-    return [t if isinstance(t, Task) else env.get_task(t) for t in tasks]
+    chosen = [t if isinstance(t, Task) else env.get_task(t) for t in tasks]
+    if not chosen:
+        raise GymhubError("the task list is empty: nothing to roll out")
+    return chosen
+
+
+MAX_SEED = 2**63 - 1  # the store keeps seeds as signed 64-bit integers
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a rollout will do, settled (and the run recorded) before the first episode."""
+
+    run_id: str
+    env_id: str
+    policy_id: str
+    split: str
+    group_size: int
+    seed: int
+    tasks: list[Task]
+    env_kwargs: dict[str, Any]
+    skip: frozenset[tuple[str, int]]
+    reward: RewardConfig
+    resumed: bool
+
+    @property
+    def todo(self) -> int:
+        return len(self.tasks) * self.group_size - len(self.skip)
+
+
+def plan_run(
+    env_id: str,
+    policy: Policy | str,
+    *,
+    tasks: int | Iterable[str | Task] | None = None,
+    group_size: int | None = None,
+    concurrency: int = 1,
+    split: str | None = None,
+    seed: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    store: TrajectoryStore | None = None,
+    run_id: str | None = None,
+    resume: bool = False,
+    skip: Iterable[tuple[str, int]] = (),
+) -> RunPlan:
+    """Check every argument, pick the tasks, and record the run in ``store`` (when new).
+
+    A run id the store already has is continued only with ``resume=True`` (its env kwargs,
+    split, G, seed and tasks are the run's; what is stored is skipped) — or used as it is when
+    it holds no trajectory yet (a run made with ``store.create_run``). Everything a user can
+    get wrong is raised here, before any episode runs.
+    """
+    run_id = run_id or uuid.uuid4().hex[:12]
+    if env_kwargs is not None and "split" in env_kwargs:  # the split given as an env kwarg
+        env_kwargs = dict(env_kwargs)
+        given_split = env_kwargs.pop("split")
+        if split is not None and given_split != split:
+            raise GymhubError(f"split={split!r} and env_kwargs split={given_split!r} disagree")
+        split = given_split
+    existing = store.find_run(run_id) if store is not None else None
+    if resume and store is None:
+        raise GymhubError("resume=True continues a stored run: pass store= and run_id=")
+    if resume and existing is None:
+        assert store is not None
+        store.get_run(run_id)  # raises: no such run, with the runs the store has
+    skipped = set(skip)
+    if existing is not None:
+        assert store is not None
+        if existing.env_id != env_id:
+            raise StoreError(
+                f"run {run_id!r} rolls out {existing.env_id}, not {env_id}: resume it with its own env"
+            )
+        stored = store.stored_keys(run_id)
+        if stored and not resume:
+            raise StoreError(
+                f"run {run_id!r} already holds {len(stored)} trajectories: continue it with resume=True "
+                f"(`gymhub rollout {env_id} --resume {run_id}`), or name a new run"
+            )
+        recorded = {"split": existing.split, "group_size": existing.group_size, "seed": existing.seed}
+        for name, given in (("split", split), ("group_size", group_size), ("seed", seed)):
+            if given is not None and given != recorded[name]:
+                raise StoreError(f"run {run_id!r} was recorded with {name}={recorded[name]!r}, not {given!r}")
+        split, group_size, seed = existing.split, existing.group_size, existing.seed
+        if env_kwargs is None:
+            env_kwargs = dict(existing.config.get("env_kwargs", {}))
+        if tasks is None:
+            tasks = existing.task_ids
+        skipped |= stored
+    split = "train" if split is None else split
+    group_size = 1 if group_size is None else group_size
+    seed = 0 if seed is None else seed
+    if split not in ("train", "eval"):
+        raise GymhubError(f"split must be train or eval, not {split!r}")
+    if group_size < 1 or concurrency < 1:
+        raise GymhubError("group_size and concurrency must be at least 1")
+    if not 0 <= seed <= MAX_SEED:
+        raise GymhubError(f"seed must be between 0 and 2**63-1, not {seed}")
+    env_kwargs = dict(env_kwargs or {})
+    check_sandbox_backend(env_kwargs.get("sandbox"))
+    probe = make(env_id, split=split, **env_kwargs)
+    try:
+        chosen = select_tasks(probe, tasks)
+        reward: RewardConfig = probe.reward_config
+    finally:
+        probe.close()
+    if existing is not None and [t.id for t in chosen] != existing.task_ids:
+        raise StoreError(f"run {run_id!r} was recorded with other tasks: resume it without naming tasks")
+    _check_policy(policy, chosen[0])
+    policy_id = policy if isinstance(policy, str) else str(getattr(policy, "id", type(policy).__name__))
+    if store is not None and existing is None:
+        store.create_run(
+            run_id,
+            env_id=env_id,
+            policy=policy_id,
+            split=split,
+            group_size=group_size,
+            seed=seed,
+            tasks=chosen,
+            config={"concurrency": concurrency, "env_kwargs": env_kwargs},
+        )
+    return RunPlan(
+        run_id=run_id,
+        env_id=env_id,
+        policy_id=policy_id,
+        split=split,
+        group_size=group_size,
+        seed=seed,
+        tasks=chosen,
+        env_kwargs=env_kwargs,
+        skip=frozenset(skipped),
+        reward=reward,
+        resumed=existing is not None and resume,
+    )
+
+
+def check_sandbox_backend(backend: str | None) -> None:
+    if backend is None:
+        return
+    from gymhub.registry import load_part
+
+    known = load_part("gymhub.sandboxes:BACKENDS")
+    if backend not in known:
+        raise GymhubError(f"unknown sandbox backend {backend!r}: use one of {', '.join(sorted(known))}")
+
+
+def _check_policy(policy: Policy | str, task: Task) -> None:
+    """An unknown scheme or reference variant fails here, not as N errored trajectories."""
+    if not isinstance(policy, str):
+        return
+    from gymhub.policies import POLICY_SCHEMES, make_policy
+
+    scheme = policy.partition(":")[0]
+    if scheme not in POLICY_SCHEMES:
+        make_policy(policy)  # raises, naming the schemes
+    if scheme == "reference":
+        make_policy(policy).for_episode(task)  # raises for a variant the task does not have
 
 
 async def arollout(
@@ -55,39 +213,62 @@ async def arollout(
     policy: Policy | str,
     *,
     tasks: int | Iterable[str | Task] | None = None,
-    group_size: int = 1,
+    group_size: int | None = None,
     concurrency: int = 1,
     store: TrajectoryStore | None = None,
     run_id: str | None = None,
-    split: str = "train",
-    seed: int = 0,
+    split: str | None = None,
+    seed: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
     skip: set[tuple[str, int]] | None = None,
     on_trajectory: Callable[[Trajectory], None] | None = None,
     backend: str | EpisodeBackend = "local",
+    resume: bool = False,
+    plan: RunPlan | None = None,
 ) -> AsyncIterator[TrajectoryGroup]:
     """Yield one TrajectoryGroup per task as soon as its G trajectories are done.
+
+    Defaults: every task of the ``"train"`` split, G = 1, seed 0. With ``store``, the run
+    ``run_id`` (a new id when omitted) is recorded first and every trajectory is committed as
+    it finishes; ``resume=True`` continues a stored run (see :func:`plan_run`). ``plan``: a
+    :func:`plan_run` result already made (the CLI prints it first); it replaces the arguments.
 
     ``backend`` runs the episodes: ``"local"`` (env instances in this process) or ``"ray"`` /
     a :class:`gymhub.ray_backend.RayBackend` (env workers as Ray actors). Either way the
     trajectories come back here, where they are stored and grouped.
     """
-    if group_size < 1 or concurrency < 1:
-        raise GymhubError("group_size and concurrency must be at least 1")
-    env_kwargs = {"split": split, **(env_kwargs or {})}
+    if isinstance(backend, str) and backend not in ("local", "ray"):
+        raise GymhubError(f"unknown rollout backend {backend!r}: use local or ray")
+    if plan is None:
+        plan = plan_run(
+            env_id,
+            policy,
+            tasks=tasks,
+            group_size=group_size,
+            concurrency=concurrency,
+            split=split,
+            seed=seed,
+            env_kwargs=env_kwargs,
+            store=store,
+            run_id=run_id,
+            resume=resume,
+            skip=skip or (),
+        )
+    env_kwargs = {"split": plan.split, **plan.env_kwargs}
+    reward, chosen, run_id, group_size, seed = (
+        plan.reward,
+        plan.tasks,
+        plan.run_id,
+        plan.group_size,
+        plan.seed,
+    )
+    skip = set(plan.skip)
     if backend == "ray":
         from gymhub.ray_backend import RayBackend
 
         backend = RayBackend()
     episode_backend = backend if not isinstance(backend, str) else LocalBackend()
-    if isinstance(backend, str) and backend != "local":
-        raise GymhubError(f"unknown rollout backend {backend!r}: use local or ray")
-    probe = make(env_id, **env_kwargs)
-    reward: RewardConfig = probe.reward_config
-    chosen = select_tasks(probe, tasks)
     runners = await episode_backend.start(env_id, env_kwargs, policy, concurrency)
-    run_id = run_id or uuid.uuid4().hex[:12]
-    skip = skip or set()
     jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
     pending: dict[str, int] = {}
     for task in chosen:
@@ -130,7 +311,6 @@ async def arollout(
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         await episode_backend.stop(runners)
-        await probe.aclose()
 
 
 class EpisodeRunner(Protocol):

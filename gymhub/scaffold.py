@@ -1,7 +1,7 @@
 """``gymhub new-env``: scaffold a working environment package, its test passing as generated.
 
 The package is pip-installable and registers itself through the ``gymhub.envs`` entry point.
-Its env subclasses the chosen family's env and reads its tasks from ``tasks.json``; its
+Its env subclasses the chosen family's env and reads its tasks from ``tasks.json`` (split by content: :func:`gymhub.types.content_split`); its
 verifier is the family's, with one RLVP rule declared in ``registry_spec``; reference
 solutions live in the task file; ``tests/`` checks the whole env contract and that every
 reference scores 1.
@@ -74,13 +74,9 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from gymhub.types import Task
+from gymhub.types import Task, content_split
 
 TASKS = json.loads((Path(__file__).parent / "tasks.json").read_text())
-
-
-def _split(i: int) -> str:
-    return "eval" if i % 4 == 3 else "train"
 
 
 def _calls(calls: list) -> list:
@@ -101,13 +97,13 @@ class Env(CodePythonEnv):
 
     def load_tasks(self) -> list[Task]:
         tasks = []
-        for i, t in enumerate(TASKS):
+        for t in TASKS:
             fenced = lambda code: [{{"role": "assistant", "content": f"```python\\n{{code}}```"}}]  # noqa: E731
             hidden = {{"tests": [{{"args": c["args"], "expected": encode_value(c["expected"])}} for c in t["tests"]],
                       "solutions": {{"reference": fenced(t["reference"]),
                                     "wrong": fenced(f"def {{t['entry_point']}}(*a):\\n    return None\\n")}}}}
             metadata = {{"visible_tests": [], "entry_point": t["entry_point"]}}
-            tasks.append(Task.create(self.env_id, _split(i), t["prompt"], hidden, metadata))
+            tasks.append(Task.create(self.env_id, content_split(hidden), t["prompt"], hidden, metadata))
         return tasks
 ''',
     "terminal": '''
@@ -121,11 +117,11 @@ class Env(TerminalEnv):
 
     def load_tasks(self) -> list[Task]:
         tasks = []
-        for i, t in enumerate(TASKS):
+        for t in TASKS:
             script = lambda cmds: _calls([*[("bash", {{"command": c}}) for c in cmds], ("submit", {{}})])  # noqa: E731
             hidden = {{"checks": t["checks"], "protected": [],
                       "solutions": {{"reference": script(t["reference"]), "wrong": script([])}}}}
-            tasks.append(Task.create(self.env_id, _split(i), t["prompt"], hidden, {{"files": t["files"]}}))
+            tasks.append(Task.create(self.env_id, content_split(hidden), t["prompt"], hidden, {{"files": t["files"]}}))
         return tasks
 ''',
     "search": '''
@@ -145,12 +141,12 @@ class Env(SearchEnv):
 
     def load_tasks(self) -> list[Task]:
         tasks = []
-        for i, t in enumerate(TASKS):
+        for t in TASKS:
             reference = _calls([("search", {{"query": t["question"], "k": 3}}),
                                 *[("open", {{"doc_id": d}}) for d in t["gold_docs"]], ("answer", {{"text": t["answer"]}})])
             hidden = {{"answer": t["answer"], "gold_docs": t["gold_docs"],
                       "solutions": {{"reference": reference, "wrong": _calls([("answer", {{"text": "no idea"}})])}}}}
-            tasks.append(Task.create(self.env_id, _split(i), t["question"], hidden))
+            tasks.append(Task.create(self.env_id, content_split(hidden), t["question"], hidden))
         return tasks
 ''',
     "mcp": '''
@@ -202,10 +198,10 @@ class Env(McpToolEnv):
 
     def load_tasks(self) -> list[Task]:
         tasks = []
-        for i, t in enumerate(TASKS):
+        for t in TASKS:
             reference = _calls([*[("increment", c) for c in t["calls"]], ("finish", {{}})])
             hidden = {{"expected": t["expected"], "solutions": {{"reference": reference, "wrong": _calls([("finish", {{}})])}}}}
-            tasks.append(Task.create(self.env_id, _split(i), t["prompt"], hidden))
+            tasks.append(Task.create(self.env_id, content_split(hidden), t["prompt"], hidden))
         return tasks
 
     async def reset_state(self, task: Any) -> None:
@@ -238,7 +234,7 @@ TASK_FILES = {
             "checks": [{"kind": "file", "path": f"out/{name}.txt", "content": f"{word}\n"}],
             "reference": ["mkdir -p out", f"echo {word} > out/{name}.txt"],
         }
-        for name, word in (("a", "alpha"), ("b", "bravo"), ("c", "charlie"), ("d", "delta"))
+        for name, word in (("c", "charlie"), ("d", "delta"), ("e", "echo"), ("g", "golf"))
     ],
     "search": {
         "documents": [
@@ -261,6 +257,7 @@ TASK_FILES = {
                 "answer": "Quendal",
                 "gold_docs": ["d3"],
             },
+            {"question": "Tiber Pass links Quendal to what?", "answer": "coast", "gold_docs": ["d3"]},
         ],
     },
     "mcp": [

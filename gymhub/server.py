@@ -3,15 +3,20 @@
 Create a session (= reset), step it, read its state, close it; verify a trajectory; list envs;
 ``/healthz`` and Prometheus ``/metrics``; the OpenAPI document at ``/openapi.json``. Binds to
 loopback by default; any other bind needs a bearer token, and then every request without it
-is refused. Sessions expire after ``ttl_s`` idle seconds (their env and sandbox are closed)
-and each client may hold at most ``max_sessions_per_client``.
+is refused (401 with ``WWW-Authenticate: Bearer``). Sessions expire after ``ttl_s`` idle
+seconds (their env and sandbox are closed) and each client (its address) may hold at most
+``max_sessions_per_client``, counted race-free. Bodies over ``MAX_BODY_BYTES`` are refused,
+whether or not they declare a length. Nothing a client sends gets a 5xx: bad actions, kwargs,
+task ids and bodies are 4xx with a message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import contextlib
+import hmac
 import time
 import uuid
 from collections import Counter
@@ -27,11 +32,68 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from gymhub.env import Env
-from gymhub.errors import GymhubError
+from gymhub.errors import EpisodeOver, GymhubError
 from gymhub.registry import list_envs, make, spec
 from gymhub.types import Trajectory, Verdict
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class BodyLimit:
+    """ASGI middleware: refuse a body over ``limit`` bytes, declared (Content-Length) or not
+    (chunked); the body is read (at most ``limit`` bytes) before the app sees it."""
+
+    def __init__(self, app: Any, limit: int = MAX_BODY_BYTES) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await _plain_error(send, 413, f"body over {self.limit} bytes")
+            return
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await _plain_error(send, 413, f"body over {self.limit} bytes")
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body, replayed = b"".join(chunks), False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return dict(await receive())
+
+        await self.app(scope, replay, send)
+
+
+async def _plain_error(send: Any, status: int, detail: str) -> None:
+    import json
+
+    payload = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
 
 
 class ErrorBody(BaseModel):
@@ -118,6 +180,8 @@ def create_app(
         sessions.clear()
 
     app = FastAPI(title="gymhub", version="0.1.0", lifespan=lifespan)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    opening: Counter[str] = Counter()  # sessions being created, per client: the cap counts them
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -136,15 +200,24 @@ def create_app(
     async def limits(request: Request, call_next: Any) -> Any:
         metrics["requests_total"] += 1
         if token is not None and request.url.path != "/healthz":
-            if request.headers.get("authorization") != f"Bearer {token}":
-                return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
-        size = request.headers.get("content-length")
-        if size is not None and size.isdigit() and int(size) > MAX_BODY_BYTES:
-            return JSONResponse({"detail": f"body over {MAX_BODY_BYTES} bytes"}, status_code=413)
+            scheme, _, credentials = request.headers.get("authorization", "").strip().partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                credentials.strip().encode(), token.encode()
+            ):
+                return JSONResponse(
+                    {"detail": "missing or wrong bearer token"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Bearer realm="gymhub"'},
+                )
         return await call_next(request)
 
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:  # a bug: say what, in one line
+        return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {exc}"[:500]}, status_code=500)
+
     def client_of(request: Request) -> str:
-        return request.headers.get("authorization") or (request.client.host if request.client else "?")
+        """The client's address: a header the client chooses must not let it dodge the cap."""
+        return request.client.host if request.client else "?"
 
     def session_of(sid: str) -> Session:
         found = sessions.get(sid)
@@ -172,18 +245,25 @@ def create_app(
     async def create(body: CreateSession, client: str = Depends(client_of)) -> dict[str, Any]:
         if body.env_id not in allowed:
             raise HTTPException(404, f"env {body.env_id!r} is not served here; see GET /envs")
-        if sum(1 for s in sessions.values() if s.client == client) >= max_sessions_per_client:
+        held = sum(1 for s in sessions.values() if s.client == client) + opening[client]
+        if held >= max_sessions_per_client:  # no await between this check and the reservation
             raise HTTPException(
                 429, f"at most {max_sessions_per_client} sessions per client: close some first"
             )
+        opening[client] += 1
+        env: Env | None = None
         try:
             env = await asyncio.to_thread(make, body.env_id, **body.kwargs)
             options = {"task_id": body.task_id} if body.task_id else None
             observation, info = await env.areset(seed=body.seed, options=options)
-        except (GymhubError, TypeError, ValueError) as exc:
-            raise HTTPException(400, str(exc)) from exc
-        sid = uuid.uuid4().hex
-        sessions[sid] = Session(sid, body.env_id, env, client)
+            sid = uuid.uuid4().hex
+            sessions[sid] = Session(sid, body.env_id, env, client)
+        except (GymhubError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            if env is not None:
+                await env.aclose()
+            raise HTTPException(400, f"cannot start {body.env_id}: {exc}"[:1000]) from exc
+        finally:
+            opening[client] -= 1
         metrics["sessions_created_total"] += 1
         return {"session_id": sid, "observation": observation, "info": _jsonable(info)}
 
@@ -195,8 +275,16 @@ def create_app(
                 raise HTTPException(409, "the episode is over: create a new session")
             action: Any = body.action
             if isinstance(action, dict) and set(action) == {"bytes_b64"}:
-                action = base64.b64decode(str(action["bytes_b64"]))
-            observation, reward, terminated, truncated, info = await s.env.astep(action)
+                try:
+                    action = base64.b64decode(str(action["bytes_b64"]), validate=True)
+                except (binascii.Error, ValueError) as exc:
+                    raise HTTPException(400, f"bytes_b64 is not base64: {exc}") from exc
+            try:
+                observation, reward, terminated, truncated, info = await s.env.astep(action)
+            except EpisodeOver as exc:
+                raise HTTPException(409, str(exc)) from exc
+            except (GymhubError, TypeError, ValueError, KeyError, AttributeError) as exc:
+                raise HTTPException(400, f"cannot step with that action: {exc}"[:1000]) from exc
             s.steps += 1
             s.done = terminated or truncated
             s.last_used = time.monotonic()
@@ -238,8 +326,8 @@ def create_app(
         env = await asyncio.to_thread(make, t.env_id)
         try:
             verdict = await replay(env, t)
-        except GymhubError as exc:
-            raise HTTPException(400, str(exc)) from exc
+        except (GymhubError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise HTTPException(400, f"cannot replay the trajectory: {exc}"[:1000]) from exc
         finally:
             await env.aclose()
         if verdict is None:

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
+from gymhub.errors import BadAction
 from gymhub.types import ToolCall
 
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
@@ -62,6 +65,22 @@ def _to_call(block: str, index: int) -> ToolCall | None:
     else:
         arguments = json.dumps(args, ensure_ascii=False)
     return ToolCall(id=str(data.get("id") or f"call_{index}"), name=name, arguments=arguments)
+
+
+def duplicate_tool_call_ids(calls: Sequence[ToolCall]) -> list[str]:
+    """The ids that more than one call of a message uses, sorted (empty when all are unique)."""
+    return sorted(i for i, n in Counter(c.id for c in calls).items() if n > 1)
+
+
+def reject_duplicate_tool_call_ids(calls: Sequence[ToolCall]) -> None:
+    """Raise :class:`BadAction` (nothing of the message runs) when two calls share an id: the
+    results could not be told apart, and a forged pairing could pass a failed check as met."""
+    duplicates = duplicate_tool_call_ids(calls)
+    if duplicates:
+        raise BadAction(
+            f"tool_call_id {duplicates[0]!r} is used by more than one call in this message; "
+            "give each call its own id. Nothing in this message was run."
+        )
 
 
 def scripted_tool_calls(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:

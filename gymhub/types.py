@@ -29,7 +29,9 @@ __all__ = [
     "Verdict",
     "canonical_json",
     "content_hash",
+    "content_split",
     "state_fingerprint",
+    "task_content_key",
 ]
 
 JSON = Any  # a JSON-serialisable value
@@ -47,6 +49,29 @@ def canonical_json(value: Any) -> str:
 def content_hash(value: Any, length: int = 16) -> str:
     """A short, stable hex hash of ``value``'s canonical JSON."""
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:length]
+
+
+EVAL_SHARE = 5  # one task content in five is held out for eval
+
+
+def task_content_key(hidden: dict[str, Any]) -> str:
+    """The sha256 of a task's content: its hidden part without the ``solutions`` scripts.
+
+    What the verifier holds (tests, gold answer, expected state) is the task; the scripts
+    that play it differ with each env's interface (a code block, or write_file + submit), so
+    they are left out. Two envs that share a task give it the same key.
+    """
+    return content_hash({k: v for k, v in hidden.items() if k != "solutions"}, length=64)
+
+
+def content_split(hidden: dict[str, Any]) -> Literal["train", "eval"]:
+    """The split of a task, a function of its content alone (:func:`task_content_key`).
+
+    Never of the env id or the prompt: a task two envs share falls in the same split in
+    both, so one env's eval set is never another env's training set. About one content in
+    :data:`EVAL_SHARE` is held out for eval.
+    """
+    return "eval" if int(task_content_key(hidden), 16) % EVAL_SHARE == 0 else "train"
 
 
 def state_fingerprint(state: Any) -> str:

@@ -11,11 +11,12 @@ from typing import Any
 
 from gymhub.sandboxes.base import ExecResult, FileEntry, Limits, Sandbox
 from gymhub.sandboxes.bwrap import BwrapSandbox
-from gymhub.sandboxes.local import LocalSandbox
+from gymhub.sandboxes.local import LocalSandbox, UnsafeLocalSandbox
 
 # name -> class; "docker" loads lazily (the docker SDK is an extra)
 BACKENDS: dict[str, Any] = {
     "local": LocalSandbox,
+    "local-unsafe": UnsafeLocalSandbox,
     "bwrap": BwrapSandbox,
     "docker": "gymhub.sandboxes.docker_backend:DockerSandbox",
 }
@@ -43,5 +44,6 @@ __all__ = [
     "Limits",
     "LocalSandbox",
     "Sandbox",
+    "UnsafeLocalSandbox",
     "create_sandbox",
 ]

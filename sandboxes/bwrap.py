@@ -1,13 +1,14 @@
 """The ``bwrap`` backend: a long-lived bubblewrap jail running the job server.
 
-The jail has its own pid, network (loopback only), IPC, UTS and mount namespaces; the system is
-bound read-only; /tmp, /root, /home and /run are empty tmpfs (so neither the host's home nor
-the Docker socket is visible); the work dir is a size-limited tmpfs. The interpreter is bound
-back read-only at its own path, so a pyenv or virtualenv Python works (it lives under /root
-here). bwrap is started by root without a user namespace, keeping only the capabilities the
-server needs to drop each job to an unprivileged uid — as root inside the jail the process
-limit would not apply and a fork bomb would win. bwrap sets no-new-privileges for the jail.
-Starting the jail costs ~20 ms once; jobs are forks of the server inside it.
+The jail has its own pid, network (loopback only), IPC, UTS and mount namespaces, and the same
+minimal root as ``local`` (:mod:`minimal_root`): the system folders and the interpreter bound
+read-only with every site-packages folder masked; private /proc, /dev, /tmp, /var/tmp,
+/dev/shm, /dev/mqueue; a size-limited tmpfs work dir at ``/work``; nothing else of the host.
+bwrap is started by root without a user namespace, keeping only the capabilities the server
+needs to drop each job to the sandbox's leased uid — as root inside the jail the process limit
+would not apply and a fork bomb would win. Jobs fork from a pristine zygote, with rlimits,
+no-new-privileges and a seccomp filter, inside the sandbox's cgroup. Starting the jail costs
+~20 ms once.
 """
 
 from __future__ import annotations
@@ -21,15 +22,17 @@ from gymhub.sandboxes.base import Limits
 from gymhub.sandboxes.job_client import (
     SERVER_ENV,
     SERVER_SOURCE,
+    WORKDIR,
     JobServerSandbox,
-    next_job_uid,
-    python_for_sandbox,
+    server_command,
     spawn,
 )
+from gymhub.sandboxes.minimal_root import interpreter, minimal_root
 
 SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
-WORKDIR = "/tmp/work"
-IPC_DIR = "/tmp/.gymhub-ipc"  # root-only (0700): jobs cannot reach the server
+IPC_DIR = "/run/gymhub"  # root-only (0700): jobs cannot reach the server's socket
+SERVER_IN_JAIL = "/run/gymhub-job-server.py"
+SCRATCH_MB = 64
 
 
 def bwrap_available() -> str | None:
@@ -41,23 +44,15 @@ def bwrap_available() -> str | None:
     return None
 
 
-HIDDEN = ("/tmp", "/root", "/home", "/run")
-
-
-def _traversable_parents(prefix: str) -> list[str]:
-    """bwrap makes missing parents of a bind target mode 0700, which the job uid cannot cross
-    (a pyenv Python under /root): create them 0755 first."""
-    parents = []
-    folder = os.path.dirname(prefix)
-    while folder not in ("/", "", *HIDDEN):
-        parents.append(folder)
-        folder = os.path.dirname(folder)
-    if folder not in HIDDEN:
-        return []  # not under a hidden folder: its parents are the host's own
-    args: list[str] = []
-    for parent in reversed(parents):
-        args += ["--perms", "0755", "--dir", parent]
-    return args
+def _parents(paths: list[str]) -> list[str]:
+    """The folders above ``paths`` that are not themselves bound, shallowest first."""
+    out: set[str] = set()
+    for path in paths:
+        folder = os.path.dirname(path)
+        while folder not in ("/", "") and folder not in paths:
+            out.add(folder)
+            folder = os.path.dirname(folder)
+    return sorted(out, key=lambda f: (f.count("/"), f))
 
 
 class BwrapSandbox(JobServerSandbox):
@@ -70,36 +65,55 @@ class BwrapSandbox(JobServerSandbox):
         self.tmpfs_mb = tmpfs_mb
         super().__init__(limits)
 
-    def _launch(self) -> None:
-        python, prefix = python_for_sandbox()
-        self.job_uid = next_job_uid()
-        argv = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-                "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-                *[arg for hidden in HIDDEN for arg in ("--tmpfs", hidden)],
-                *_traversable_parents(prefix), "--ro-bind", prefix, prefix,
-                "--size", str(self.tmpfs_mb * 1024 * 1024), "--tmpfs", WORKDIR,
-                "--bind", str(self.ipc_dir), IPC_DIR,
-                "--ro-bind", str(SERVER_SOURCE), "/tmp/.gymhub-job-server.py"]  # fmt: skip
+    def _jail_args(self) -> list[str]:
+        root = minimal_root()
+        self.isolation = {
+            "filesystem": root.describe(),
+            "network": "private network namespace: loopback only, no host socket reachable",
+            "processes": "own pid namespace and uid (host-wide lease)",
+            "ipc": "private IPC namespace and /dev/mqueue, emptied on reset",
+            "syscalls": "seccomp: no namespaces, mount, keyctl, bpf, perf, ptrace, io_uring",
+        }
+        args = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                "--die-with-parent", "--new-session"]  # fmt: skip
+        for folder in _parents(root.binds):  # bwrap would make them 0700: jobs must cross them
+            args += ["--perms", "0755", "--dir", folder]
+        for path in root.binds:
+            args += ["--ro-bind", path, path]
+        for path in root.masks:
+            args += ["--perms", "0755", "--tmpfs", path, "--remount-ro", path]
+        for path, target in root.links.items():
+            args += ["--symlink", target, path]
+        args += ["--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue"]
+        for path in ("/tmp", "/var/tmp", "/dev/shm"):
+            args += ["--perms", "1777", "--size", str(SCRATCH_MB << 20), "--tmpfs", path]
+        args += ["--perms", "0755", "--size", str(self.tmpfs_mb << 20), "--tmpfs", WORKDIR,
+                 "--bind", str(self.ipc_dir), IPC_DIR, "--ro-bind", str(SERVER_SOURCE), SERVER_IN_JAIL,
+                 "--remount-ro", "/"]  # fmt: skip
         for cap in SERVER_CAPS:
-            argv += ["--cap-add", cap]
-        argv += [
-            "--chdir",
-            WORKDIR,
-            python,
-            "-s",
-            "-S",
-            "/tmp/.gymhub-job-server.py",
-            "--socket",
-            f"{IPC_DIR}/sock",
-            "--workdir",
-            WORKDIR,
-            "--job-uid",
-            str(self.job_uid),
-        ]
-        self._proc = spawn(
-            argv, env=SERVER_ENV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
+            args += ["--cap-add", cap]
+        return [*args, "--chdir", WORKDIR]
+
+    def _launch(self) -> None:
+        python, _ = interpreter()
+        self._lease_uid()
+        pass_fds = self._job_cgroup()
+        argv = ["bwrap", *self._jail_args(),
+                *server_command(python, SERVER_IN_JAIL, f"{IPC_DIR}/sock", self.job_uid,
+                                "--scratch", "/tmp,/var/tmp,/dev/shm",
+                                "--cgroup-fds", ",".join(map(str, pass_fds)))]  # fmt: skip
+        try:
+            self._proc = spawn(
+                argv,
+                env=SERVER_ENV,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=pass_fds,
+            )
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
         self._wait_ready(self._proc, "the bwrap jail")
 
     def _stop(self) -> None:

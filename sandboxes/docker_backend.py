@@ -1,13 +1,16 @@
 """The ``docker`` backend: a warm container per sandbox, running the job server.
 
 The container has no network (``--network none``), an init process (``--init``: orphans are
-reaped, zombies cannot exhaust the pids limit), memory / pids / CPU limits, a read-only root,
-and tmpfs for the work dir and /tmp. All capabilities are dropped but those the server needs
-to drop each job to its own uid, and no-new-privileges is set. The host talks to the server
-over a Unix socket in a bind-mounted root-only folder — one ``docker run`` per sandbox, then
-no ``docker exec`` per step (each costs ~100 ms of CPU here), and timeouts are enforced by the
-server inside the container (killing a ``docker exec`` client would leave the job running).
-Files go through the server too: ``put_archive`` does not see a tmpfs.
+reaped, zombies cannot exhaust the pids limit), memory / pids / CPU limits that bind the whole
+container (its cgroup), a read-only root, docker's default seccomp profile, and tmpfs for the
+work dir, /tmp and /dev/shm, emptied on every reset. Its uid is leased host-wide like the other
+backends', and jobs fork from the job server's pristine zygote with its seccomp filter on top.
+All capabilities are dropped but those the server needs to drop each job to its own uid, and
+no-new-privileges is set. The host talks to the server over a Unix socket in a bind-mounted
+root-only folder — one ``docker run`` per sandbox, then no ``docker exec`` per step (each costs
+~100 ms of CPU here), and timeouts are enforced by the server inside the container (killing a
+``docker exec`` client would leave the job running). Files go through the server too:
+``put_archive`` does not see a tmpfs.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from typing import Any
 
 from gymhub.errors import SandboxError
 from gymhub.sandboxes.base import Limits
-from gymhub.sandboxes.job_client import SERVER_ENV, SERVER_SOURCE, JobServerSandbox, next_job_uid
+from gymhub.sandboxes.job_cgroup import JobCgroup
+from gymhub.sandboxes.job_client import SERVER_ENV, SERVER_SOURCE, WORKDIR, JobServerSandbox, server_command
 
 DEFAULT_IMAGE = "gymhub-sandbox:bookworm"
 SERVER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER"]
 LABEL = "gymhub.sandbox"
+SERVER_HEADROOM_MB = 48  # the job server and docker-init, besides the job
 OWNER_LABEL = "gymhub.owner-pid"
 
 
@@ -80,6 +85,7 @@ def docker_available(image: str = DEFAULT_IMAGE) -> str | None:
 
 class DockerSandbox(JobServerSandbox):
     backend = "docker"
+    uses_cgroup = False  # the container's own cgroup bounds the whole sandbox
 
     def __init__(
         self,
@@ -103,22 +109,26 @@ class DockerSandbox(JobServerSandbox):
 
     def _launch(self) -> None:
         client = docker_client()
-        self.job_uid = next_job_uid()
+        self._lease_uid()
+        self.isolation = {
+            "filesystem": f"the image {self.image} only (read-only root); private /tmp, /dev/shm, work dir",
+            "network": "none (--network none)",
+            "processes": "own pid namespace and uid (host-wide lease)",
+            "ipc": "the container's private IPC namespace, emptied on reset",
+            "syscalls": "docker's default seccomp profile, plus gymhub's job filter",
+            "memory": f"the container's cgroup: {self.memory_mb} MB, {self.pids} pids for the whole sandbox",
+        }
         try:
             self.container = client.containers.run(
                 self.image,
-                [
+                server_command(
                     "python3",
-                    "-s",
-                    "-S",
                     "/opt/gymhub/job_server.py",
-                    "--socket",
                     "/run/gymhub/sock",
-                    "--workdir",
-                    "/work",
-                    "--job-uid",
-                    str(self.job_uid),
-                ],
+                    self.job_uid,
+                    "--scratch",
+                    "/tmp,/dev/shm",
+                ),
                 detach=True,
                 environment=SERVER_ENV,
                 network_mode="none",
@@ -132,7 +142,8 @@ class DockerSandbox(JobServerSandbox):
                 cap_add=SERVER_CAPS,
                 security_opt=["no-new-privileges"],
                 labels={LABEL: "1", OWNER_LABEL: str(os.getpid())},
-                tmpfs={"/work": f"size={self.tmpfs_mb}m,mode=0755,exec", "/tmp": "size=64m,mode=1777"},
+                shm_size="64m",
+                tmpfs={WORKDIR: f"size={self.tmpfs_mb}m,mode=0755,exec", "/tmp": "size=64m,mode=1777"},
                 volumes={
                     str(self.ipc_dir): {"bind": "/run/gymhub", "mode": "rw"},
                     str(SERVER_SOURCE): {"bind": "/opt/gymhub/job_server.py", "mode": "ro"},
@@ -140,6 +151,10 @@ class DockerSandbox(JobServerSandbox):
             )
         except Exception as exc:
             raise SandboxError(f"could not start a container from {self.image}: {exc}") from exc
+        self.container.reload()
+        self.cgroup = JobCgroup.of_process(int(self.container.attrs["State"]["Pid"] or 0), SERVER_HEADROOM_MB)
+        if self.cgroup.active:
+            self.isolation["memory"] = self.cgroup.mode
         deadline = time.monotonic() + 30
         while not (self.ipc_dir / "sock").exists():
             self.container.reload()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import itertools
+import contextlib
 import json
 import os
 import queue
@@ -18,14 +18,16 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from gymhub.errors import SandboxError, SandboxTimeout
 from gymhub.sandboxes.base import ExecResult, FileEntry, Limits
+from gymhub.sandboxes.job_cgroup import JobCgroup
+from gymhub.sandboxes.uid_lease import UidLease
 
 SERVER_SOURCE = Path(__file__).with_name("job_server.py")
 BASE_ENV = {
@@ -37,18 +39,18 @@ BASE_ENV = {
     "HOME": "/nonexistent",
 }
 MAX_FRAME = 64 * 1024 * 1024
-_UIDS = itertools.count()
-
-
-def next_job_uid() -> int:
-    """A job uid nobody else uses: per-uid process limits and the reaper stay per sandbox."""
-    return 200_000 + (os.getpid() % 1000) * 100 + next(_UIDS) % 100
+WORKDIR = "/work"  # the job's work dir, on every backend
 
 
 class JobServerSandbox:
-    """Base of the backends: a job server started by :meth:`_launch`, spoken to over a socket."""
+    """Base of the backends: a job server started by :meth:`_launch`, spoken to over a socket.
+
+    :attr:`isolation` says exactly what the backend hides and bounds (filesystem, network,
+    processes, memory, ipc, syscalls, uid).
+    """
 
     backend = "abstract"
+    uses_cgroup = True  # False where the backend's own engine bounds the whole job (docker)
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
@@ -56,6 +58,10 @@ class JobServerSandbox:
         self._conn: socket.socket | None = None
         self._proc: Any = None
         self._closed = False
+        self._dead = False
+        self._lease: UidLease | None = None
+        self.cgroup: JobCgroup | None = None
+        self.isolation: dict[str, str] = {}
         self.ipc_dir = Path(tempfile.mkdtemp(prefix=f"gymhub-{self.backend}-"))
         os.chmod(self.ipc_dir, 0o700)
         try:
@@ -64,6 +70,20 @@ class JobServerSandbox:
         except BaseException:
             self.close()
             raise
+
+    def _lease_uid(self) -> int:
+        """A uid no other live sandbox on this host has (see :mod:`uid_lease`)."""
+        self._lease = UidLease()
+        self.job_uid = self._lease.uid
+        return self.job_uid
+
+    def _job_cgroup(self) -> list[int]:
+        """Create this sandbox's cgroup; the descriptors its server's zygote joins it through."""
+        if not self.uses_cgroup:
+            return []
+        self.cgroup = JobCgroup(f"gymhub-{self.job_uid}", self.limits.memory_mb, self.limits.processes + 8)
+        self.isolation["memory"] = self.cgroup.mode
+        return self.cgroup.fds() if self.cgroup.active else []
 
     # ------------------------------------------------------------ to implement
     def _launch(self) -> None:
@@ -78,17 +98,30 @@ class JobServerSandbox:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         if line.strip() != b"ready":
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
             rest = proc.stdout.read(4000) if proc.poll() is not None else b""
-            raise SandboxError(f"{what} did not start: {(line + rest).decode(errors='replace')[:800]}")
+            raise SandboxError(f"{what} did not start: {(line + rest).decode(errors='replace')[-1500:]}")
 
     def _connect(self) -> None:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(str(self.ipc_dir / "sock"))
-        self._conn = conn
+        # the server publishes its socket only once it listens; retry anyway, briefly
+        for attempt in range(50):
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                conn.connect(str(self.ipc_dir / "sock"))
+                self._conn = conn
+                return
+            except (ConnectionRefusedError, FileNotFoundError):
+                conn.close()
+                if attempt == 49:
+                    raise
+                time.sleep(0.02)
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         if self._closed or self._conn is None:
             raise SandboxError(f"{self.backend} sandbox is closed")
+        if self._dead:
+            raise SandboxError(f"{self.backend} sandbox is dead (a reset failed); replace it")
         payload = json.dumps(request).encode()
         with self._lock:
             try:
@@ -99,6 +132,7 @@ class JobServerSandbox:
                     raise SandboxError("the sandbox sent an oversized reply")
                 reply = json.loads(self._recv(size))
             except (OSError, ValueError, struct.error) as exc:
+                self._dead = True
                 raise SandboxError(
                     f"{self.backend} sandbox died ({type(exc).__name__}: {exc}); "
                     "replace it (a SandboxPool does this for you)"
@@ -139,6 +173,8 @@ class JobServerSandbox:
         if (argv is None) == (script is None):
             raise ValueError("give exactly one of argv or script")
         limits = limits or self.limits
+        if self.cgroup is not None:
+            self.cgroup.set_memory(limits.memory_mb)
         reply = self._call(
             {
                 "op": "exec",
@@ -195,10 +231,18 @@ class JobServerSandbox:
         self._call({"op": "restore", "id": snapshot_id})
 
     def reset(self) -> None:
-        """Back to the pristine state the sandbox was created with; kills leftover processes."""
-        self._call({"op": "reset"})
+        """Back to the pristine state the sandbox was created with: kills leftover processes,
+        empties every writable place, removes IPC objects. A reset that fails marks the
+        sandbox dead (:meth:`alive` is then False) so pools and envs replace it."""
+        try:
+            self._call({"op": "reset"})
+        except SandboxError:
+            self._dead = True
+            raise
 
     def alive(self) -> bool:
+        if self._dead:
+            return False
         try:
             self._call({"op": "ping"})
             return True
@@ -217,7 +261,17 @@ class JobServerSandbox:
         if self._conn is not None:
             self._conn.close()
         self._stop()
+        if self.cgroup is not None:
+            self.cgroup.remove()  # kills anything left inside first
         shutil.rmtree(self.ipc_dir, ignore_errors=True)
+        if self._lease is not None:
+            self._lease.release(clean=self._nothing_left())
+
+    def _nothing_left(self) -> bool:
+        """No process of the job uid is left, so its uid may go to another sandbox."""
+        from gymhub.sandboxes.uid_lease import _uid_in_use
+
+        return not _uid_in_use(self.job_uid)
 
     def __enter__(self) -> JobServerSandbox:
         return self
@@ -290,15 +344,12 @@ def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     return _SPAWNER[0].popen(argv, **kwargs)
 
 
-def python_for_sandbox() -> tuple[str, str]:
-    """The real interpreter (not a pyenv shim or venv link) and its prefix to expose."""
-    return os.path.realpath(sys.executable), sys.base_prefix
-
-
 # The server's environment: PYTHONHASHSEED=0 so forked script jobs hash deterministically (``-I``
 # would ignore it, so the server runs with ``-s -S`` and this clean environment instead).
 SERVER_ENV = {"PATH": BASE_ENV["PATH"], "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
 
 
-def server_command(python: str, socket_path: str, workdir: str, *extra: str) -> list[str]:
-    return [python, "-s", "-S", str(SERVER_SOURCE), "--socket", socket_path, "--workdir", workdir, *extra]
+def server_command(python: str, server: str, socket_path: str, job_uid: int, *extra: str) -> list[str]:
+    """The job server's command line (``server``: the path of job_server.py where it runs)."""
+    return [python, "-s", "-S", server, "--socket", socket_path, "--workdir", WORKDIR,
+            "--job-uid", str(job_uid), *extra]  # fmt: skip

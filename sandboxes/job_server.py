@@ -1,26 +1,44 @@
 """The in-sandbox job server: one per sandbox, the same on every backend.
 
-Started as ``python -I -S job_server.py --socket PATH --workdir DIR [...]`` (standard library
-only: it runs inside a bubblewrap jail or a container too). It serves one client over a Unix
-socket with length-prefixed JSON frames (payloads base64): exec, write, read, list, snapshot,
-restore, reset, ping. The host parses nothing but JSON from it — jobs may compromise a server
-that shares their uid, never the host.
+Started as ``python -s -S job_server.py --socket PATH --workdir DIR --job-uid N [...]``
+(standard library only: it runs inside a bubblewrap jail or a container too). It serves one
+client over a Unix socket with length-prefixed JSON frames (payloads base64): exec, write,
+read, list, snapshot, restore, reset, ping. The host parses nothing but JSON from it.
 
-Each job is forked from this already-running interpreter (no interpreter start-up): the child
-starts a new session, takes pipes as stdin/stdout/stderr (and fd 3 as a side channel), closes
-every other descriptor, sets rlimits, forbids new privileges, drops to the job uid when the
-server runs as root, and then either execs ``argv`` or runs a Python ``script`` in place.
-The server enforces the time limit itself (a process-group kill), caps output while it
-streams, and afterwards kills every process left under the job uid: nothing outlives a job.
+Three kinds of process, so that no job ever sees another job's data:
+
+* the **server** speaks to the host; it holds job payloads (inputs, outputs, reports) and
+  never runs job code;
+* the **zygote** is forked from the server once, at start, before any payload exists, and never
+  receives one: per job it gets only pipe descriptors (SCM_RIGHTS) and forks;
+* each **job** is a fork of the zygote. It reads its own spec (argv or script, env, limits)
+  from the head of its stdin pipe, then starts a new session, takes its pipes as 0/1/2 (and 3,
+  the side channel), closes everything else, sets rlimits, drops to the sandbox's uid, sets
+  no-new-privileges and a seccomp filter, and execs ``argv`` or runs a Python ``script``.
+
+The server enforces the deadline itself, from outside the job and independent of its pipes:
+at the deadline it kills the job's process group and then every process of the job uid (the
+uid is the sandbox's alone). Memory and process limits bind the whole job through the cgroup
+the zygote joins at start (descriptors passed by the host), on top of per-process rlimits.
+Every path the server touches under the work dir is resolved one component at a time with
+``O_NOFOLLOW`` from a directory descriptor, so a job that swaps a folder for a symlink cannot
+steer a root-run write, read, list, snapshot or restore out of the work dir.
+
+The ``local`` backend also asks the server (``--jail``) to build its own minimal root: a
+private mount, network and IPC namespace; a tmpfs root holding only the system folders and the
+interpreter, read-only, with every site-packages folder masked; a private /proc, /dev, /tmp,
+/var/tmp, /dev/shm and /dev/mqueue; then ``pivot_root``, so nothing else of the host exists.
 """
 
 import base64
 import ctypes
 import json
 import os
+import platform
 import resource
+import secrets
+import select
 import selectors
-import shutil
 import signal
 import socket
 import stat
@@ -30,14 +48,18 @@ import time
 import traceback
 
 MAX_FRAME = 64 * 1024 * 1024
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
-MS_REC, MS_PRIVATE = 0x4000, 1 << 18
-PR_SET_NO_NEW_PRIVS = 38
+MAX_DEPTH = 512  # list / snapshot refuse deeper trees (reset handles any depth)
+MAX_ENTRIES = 200_000
 
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 0x4000, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
-_LIBC = []
-PR_SET_CHILD_SUBREAPER = 36
-PR_SET_PDEATHSIG = 1
+_LIBC: list = []
 
 
 def _libc():
@@ -52,288 +74,440 @@ def _check(result, what):
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-MS_BIND, MS_RDONLY, MS_REMOUNT = 4096, 1, 32
+# ---------------------------------------------------------------------- seccomp
+# Syscalls no job needs and an escape would: namespaces, mounts, keyrings, eBPF, perf,
+# tracing or reading other processes, io_uring (it bypasses seccomp), kernel modules.
+_DENIED = {
+    "x86_64": {
+        "ptrace": 101, "syslog": 103, "vhangup": 153, "pivot_root": 155, "adjtimex": 159,
+        "chroot": 161, "acct": 163, "settimeofday": 164, "mount": 165, "umount2": 166,
+        "swapon": 167, "swapoff": 168, "reboot": 169, "iopl": 172, "ioperm": 173,
+        "init_module": 175, "delete_module": 176, "quotactl": 179, "lookup_dcookie": 212,
+        "clock_settime": 227, "kexec_load": 246, "add_key": 248, "request_key": 249,
+        "keyctl": 250, "unshare": 272, "perf_event_open": 298, "name_to_handle_at": 303,
+        "open_by_handle_at": 304, "clock_adjtime": 305, "setns": 308, "process_vm_readv": 310,
+        "process_vm_writev": 311, "kcmp": 312, "finit_module": 313, "kexec_file_load": 320,
+        "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+        "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_getfd": 438,
+        "process_madvise": 440, "mount_setattr": 442,
+    },
+    "aarch64": {
+        "lookup_dcookie": 18, "umount2": 39, "mount": 40, "pivot_root": 41, "chroot": 51,
+        "vhangup": 58, "quotactl": 60, "acct": 89, "unshare": 97, "kexec_load": 104,
+        "init_module": 105, "delete_module": 106, "clock_settime": 112, "syslog": 116,
+        "ptrace": 117, "reboot": 142, "settimeofday": 170, "adjtimex": 171, "add_key": 217,
+        "request_key": 218, "keyctl": 219, "swapon": 224, "swapoff": 225,
+        "perf_event_open": 241, "name_to_handle_at": 264, "open_by_handle_at": 265,
+        "clock_adjtime": 266, "setns": 268, "process_vm_readv": 270, "process_vm_writev": 271,
+        "kcmp": 272, "finit_module": 273, "bpf": 280, "userfaultfd": 282,
+        "kexec_file_load": 294, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+        "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_getfd": 438,
+        "process_madvise": 440, "mount_setattr": 442,
+    },
+}  # fmt: skip
+_ARCH = {"x86_64": (0xC000003E, 56, 435), "aarch64": (0xC00000B7, 220, 435)}  # audit arch, clone, clone3
+_NAMESPACE_FLAGS = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+EPERM, ENOSYS = 1, 38
 
 
-def _hidden_ancestor(path):
-    """The topmost ancestor of ``path`` that other users cannot traverse (e.g. /root), if any."""
-    parts = os.path.realpath(path).split(os.sep)
-    for i in range(2, len(parts) + 1):
-        folder = os.sep.join(parts[:i])
-        if not os.stat(folder).st_mode & stat.S_IXOTH:
-            return folder
-    return None
+def seccomp_program():
+    """The job filter as a classic-BPF program, or None where the architecture is unknown."""
+    machine = platform.machine()
+    if machine not in _ARCH:
+        return None
+    audit_arch, clone_nr, clone3_nr = _ARCH[machine]
+    allow, kill = 0x7FFF0000, 0x80000000
+    errno = 0x00050000
+    ins = []
+
+    def op(code, k, jt=0, jf=0):
+        ins.append(struct.pack("HBBI", code, jt, jf, k))
+
+    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    op(ld, 4)  # seccomp_data.arch
+    op(jeq, audit_arch, 1, 0)
+    op(ret, kill)  # another ABI (i386 via int 0x80): numbers differ, so nothing else is safe
+    op(ld, 0)  # seccomp_data.nr
+    if machine == "x86_64":
+        op(jset, 0x40000000, 0, 1)  # the x32 ABI
+        op(ret, errno | ENOSYS)
+    for nr in sorted(_DENIED[machine].values()):
+        op(jeq, nr, 0, 1)
+        op(ret, errno | EPERM)
+    op(jeq, clone3_nr, 0, 1)  # its flags are behind a pointer: refuse, libc falls back to clone
+    op(ret, errno | ENOSYS)
+    op(jeq, clone_nr, 0, 3)
+    op(ld, 16)  # args[0], low word: clone flags
+    op(jset, _NAMESPACE_FLAGS, 0, 1)
+    op(ret, errno | EPERM)
+    op(ret, allow)
+    return b"".join(ins)
 
 
-def isolate_host_process(workdir, tmpfs_mb, stash):
-    """Local backend, as root: private network (loopback only), a private tmpfs work dir, and —
-    when the interpreter lives under a private folder such as /root (pyenv) — that folder
-    replaced by an empty tmpfs with only the interpreter bound back, read-only."""
+class SeccompFilter:
+    """A filter built once (in the zygote), installed by each job with one prctl."""
+
+    def __init__(self, program):
+        class SockFprog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+        self._buffer = ctypes.create_string_buffer(program, len(program))
+        self._fprog = SockFprog(len(program) // 8, ctypes.cast(self._buffer, ctypes.c_void_p))
+
+    def install(self):
+        _check(_libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0), "seccomp")
+
+
+# ---------------------------------------------------------------------- the local jail
+def build_jail(spec, workdir):
+    """Local backend, as root: a private mount/network/IPC namespace and a minimal root.
+
+    ``spec``: {"root": scratch dir to build in, "binds": [host paths, read-only],
+    "masks": [paths hidden under an empty read-only tmpfs], "links": {path: target},
+    "work_mb": size of the work dir}.
+    """
     libc = _libc()
-    _check(libc.unshare(CLONE_NEWNET | CLONE_NEWNS), "unshare")
+    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
-    os.makedirs(workdir, exist_ok=True)
-    options = f"size={tmpfs_mb}m,mode=0755".encode()
-    _check(libc.mount(b"tmpfs", workdir.encode(), b"tmpfs", 0, options), "mount tmpfs")
-    # Our own /proc instance (per-mount options since Linux 5.8): jobs see only their uid's
-    # processes, so concurrent sandboxes do not see each other. The host's /proc is untouched.
-    if libc.mount(b"proc", b"/proc", b"proc", 0, b"hidepid=invisible") != 0:
-        _check(libc.mount(b"proc", b"/proc", b"proc", 0, b"hidepid=2"), "mount /proc with hidepid")
-    prefix = os.path.realpath(sys.base_prefix)
-    hidden = _hidden_ancestor(prefix)
-    if hidden:
-        os.makedirs(stash, exist_ok=True)
-        _check(libc.mount(prefix.encode(), stash.encode(), None, MS_BIND | MS_REC, None), "stash interpreter")
-        _check(libc.mount(b"tmpfs", hidden.encode(), b"tmpfs", 0, b"size=1m,mode=0755"), f"hide {hidden}")
-        os.makedirs(prefix, exist_ok=True)
-        for folder in _ancestors_below(prefix, hidden):
-            os.chmod(folder, 0o755)
-        _check(
-            libc.mount(stash.encode(), prefix.encode(), None, MS_BIND | MS_REC, None), "restore interpreter"
-        )
-        _check(
-            libc.mount(b"none", prefix.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY, None),
-            "interpreter read-only",
-        )
+    root = spec["root"]
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for path in spec["binds"]:
+        target = root + path
+        os.makedirs(target, mode=0o755, exist_ok=True)
+        _check(libc.mount(path.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
+        _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    for path in spec["masks"]:
+        if os.path.isdir(root + path):
+            _mount("tmpfs", root + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755")
+    for path, target in spec["links"].items():
+        os.makedirs(os.path.dirname(root + path), exist_ok=True)
+        os.symlink(target, root + path)
+    small = "mode=1777,size=64m,nr_inodes=65536"
+    for path, fstype, options in (
+        ("/proc", "proc", "hidepid=invisible"),
+        ("/dev", "tmpfs", "mode=0755,size=64k"),
+        ("/tmp", "tmpfs", small),
+        ("/var/tmp", "tmpfs", small),
+        (workdir, "tmpfs", f"mode=0755,size={spec['work_mb']}m,nr_inodes=262144"),
+    ):
+        os.makedirs(root + path, mode=0o755, exist_ok=True)
+        _mount(fstype, root + path, fstype, MS_NOSUID | MS_NODEV, options)
+    for node in ("null", "zero", "full", "random", "urandom", "tty"):
+        open(f"{root}/dev/{node}", "w").close()
+        _mount(f"/dev/{node}", f"{root}/dev/{node}", None, MS_BIND, None)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
+        os.symlink(target, f"{root}/dev/{name}")
+    for path, fstype, options in (("/dev/shm", "tmpfs", small), ("/dev/mqueue", "mqueue", None)):
+        os.makedirs(root + path, exist_ok=True)
+        _mount(fstype, root + path, fstype, MS_NOSUID | MS_NODEV, options)
+    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    os.chdir(root)
+    pivot_root = {"x86_64": 155, "aarch64": 41}[platform.machine()]
+    _check(libc.syscall(pivot_root, b".", b"."), "pivot_root")
+    _check(libc.umount2(b".", MNT_DETACH), "detach the host root")
+    os.chdir("/")
 
 
-def _ancestors_below(path, top):
-    out = []
-    while path != top and path != os.sep:
-        out.append(path)
-        path = os.path.dirname(path)
-    return out
+def _mount(source, target, fstype, flags, options):
+    def enc(value):
+        return value.encode() if isinstance(value, str) else value
+
+    _check(_libc().mount(enc(source), enc(target), enc(fstype), flags, enc(options)), f"mount {target}")
 
 
-class Server:
-    def __init__(self, workdir, job_uid, job_gid):
-        self.workdir = os.path.realpath(workdir)
-        self.job_uid, self.job_gid = job_uid, job_gid
-        self.drop = os.getuid() == 0 and job_uid is not None
-        self.snapshots = {}
-        self.reap_pending = False
-        os.makedirs(self.workdir, exist_ok=True)
-        if self.drop:
-            os.chown(self.workdir, job_uid, job_gid)
-        self.snapshots["pristine"] = self._capture()
+# ---------------------------------------------------------------------- paths beneath the work dir
+def _parts(rel):
+    parts = [p for p in str(rel).split("/") if p not in ("", ".")]
+    if str(rel).startswith("/") or ".." in parts or not parts or "\x00" in str(rel):
+        raise PermissionError(f"path {rel!r} is not a relative path inside the work dir")
+    return parts
 
-    # ------------------------------------------------------------------ files
-    def _path(self, rel):
-        target = os.path.realpath(os.path.join(self.workdir, rel))
-        if target != self.workdir and not target.startswith(self.workdir + os.sep):
-            raise PermissionError(f"path {rel!r} leaves the work dir")
-        return target
 
-    def op_write(self, req):
-        path = self._path(req["path"])
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as fh:
-            fh.write(base64.b64decode(req["data"]))
-        os.chmod(path, req.get("mode", 0o644))
-        if self.drop:
-            self._chown_tree(os.path.dirname(path))
-            os.chown(path, self.job_uid, self.job_gid)
-        return {}
+class Tree:
+    """The work dir, touched only through descriptors (no symlink is ever followed)."""
 
-    def _chown_tree(self, folder):
-        while folder.startswith(self.workdir):
-            os.chown(folder, self.job_uid, self.job_gid)
-            if folder == self.workdir:
-                break
-            folder = os.path.dirname(folder)
+    def __init__(self, root, uid, gid):
+        self.root, self.uid, self.gid = root, uid, gid
 
-    def op_read(self, req):
-        path = self._path(req["path"])
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(req.get("max_bytes", 16 * 1024 * 1024) + 1)
-        return {"data": base64.b64encode(data).decode()}
-
-    def op_list(self, req):
-        entries = []
-        for root, dirs, files in os.walk(self.workdir):
-            dirs.sort()
-            for name in sorted(dirs + files):
-                full = os.path.join(root, name)
-                info = os.lstat(full)
-                kind = (
-                    "symlink"
-                    if stat.S_ISLNK(info.st_mode)
-                    else "dir"
-                    if stat.S_ISDIR(info.st_mode)
-                    else "file"
-                )
-                entries.append(
-                    [os.path.relpath(full, self.workdir), kind, info.st_size, stat.S_IMODE(info.st_mode)]
-                )
-        entries.sort()
-        return {"entries": entries}
-
-    def _capture(self):
-        tree = []
-        for root, dirs, files in os.walk(self.workdir):
-            for name in sorted(dirs) + sorted(files):
-                full = os.path.join(root, name)
-                rel = os.path.relpath(full, self.workdir)
-                info = os.lstat(full)
-                if stat.S_ISLNK(info.st_mode):
-                    tree.append((rel, "symlink", os.readlink(full), 0))
-                elif stat.S_ISDIR(info.st_mode):
-                    tree.append((rel, "dir", None, stat.S_IMODE(info.st_mode)))
-                elif stat.S_ISREG(info.st_mode):
-                    with open(full, "rb") as fh:
-                        tree.append((rel, "file", fh.read(), stat.S_IMODE(info.st_mode)))
-        return tree
-
-    def _wipe(self):
-        for name in os.listdir(self.workdir):
-            full = os.path.join(self.workdir, name)
-            if os.path.isdir(full) and not os.path.islink(full):
-                shutil.rmtree(full, ignore_errors=True)
-            else:
-                os.unlink(full)
-
-    def _apply(self, tree):
-        self._wipe()
-        for rel, kind, data, mode in tree:
-            full = os.path.join(self.workdir, rel)
-            if kind == "dir":
-                os.makedirs(full, exist_ok=True)
-                os.chmod(full, mode)
-            elif kind == "symlink":
-                os.symlink(data, full)
-            else:
-                with open(full, "wb") as fh:
-                    fh.write(data)
-                os.chmod(full, mode)
-            if self.drop:
-                os.lchown(full, self.job_uid, self.job_gid)
-
-    def op_snapshot(self, req):
-        snap_id = f"s{len(self.snapshots)}"
-        self.snapshots[snap_id] = self._capture()
-        return {"id": snap_id}
-
-    def op_restore(self, req):
-        if req["id"] not in self.snapshots:
-            raise KeyError(f"no snapshot {req['id']!r}")
-        if _has_children():  # only survivors of earlier jobs need killing
-            self._reap()
-        self._apply(self.snapshots[req["id"]])
-        return {}
-
-    def op_reset(self, req):
-        return self.op_restore({"id": "pristine"})
-
-    def op_ping(self, req):
-        return {"pid": os.getpid(), "uid": os.getuid(), "workdir": self.workdir}
-
-    # ------------------------------------------------------------------ jobs
-    def op_exec(self, req):
-        limits = req.get("limits", {})
-        cap = int(limits.get("max_output_bytes", 1_000_000))
-        side = bool(req.get("side_channel"))
-        pipes = [os.pipe() for _ in range(4 if side else 3)]
-        sys.stdout.flush()
-        sys.stderr.flush()
-        start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            self._child(req, pipes, limits)
-        os.close(pipes[0][0])
-        for _read_end, write_end in pipes[1:]:
-            os.close(write_end)
-        streams = {pipes[1][0]: "stdout", pipes[2][0]: "stderr"}
-        if side:
-            streams[pipes[3][0]] = "channel"
-        data, killed_by, truncated = _collect(
-            pid,
-            pipes[0][1],
-            base64.b64decode(req.get("stdin", "")),
-            streams,
-            start + float(req.get("timeout", 10.0)),
-            cap,
-        )
-        _, status = os.waitpid(pid, 0)
-        if killed_by:
-            self._reap()  # orphans of a killed job die before the caller hears of it
-        elif _has_children():
-            self.reap_pending = True  # done right after the reply, before the next request
-        code = os.waitstatus_to_exitcode(status)
-        if killed_by is None and code == -signal.SIGXCPU:
-            killed_by = "timeout"
-        out_of_memory = code in (-signal.SIGKILL, -signal.SIGSEGV) or b"MemoryError" in data["stderr"][-4000:]
-        if killed_by is None and out_of_memory:
-            killed_by = "memory"
-        return {
-            "exit_code": code,
-            "stdout": base64.b64encode(data["stdout"]).decode(),
-            "stderr": base64.b64encode(data["stderr"]).decode(),
-            "channel": base64.b64encode(data["channel"]).decode(),
-            "duration": time.monotonic() - start,
-            "timed_out": killed_by == "timeout",
-            "killed_by": killed_by,
-            "truncated": truncated,
-        }
-
-    def _child(self, req, pipes, limits):
-        code = 127
+    def open_dir(self, parts, create=False):
+        fd = os.open(self.root, OPEN_DIR)
         try:
-            os.setsid()
-            for fd, (read_end, write_end) in enumerate(pipes):
-                os.dup2(read_end if fd == 0 else write_end, fd)
-            os.closerange(len(pipes), 65536)
-            os.chdir(self.workdir)
-            os.umask(0o022)
-            mb = 1024 * 1024
-            cpu = int(limits.get("cpu_seconds", 10))
-            for res, value in (
-                (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-                (resource.RLIMIT_AS, (limits.get("memory_mb", 1024) * mb,) * 2),
-                (resource.RLIMIT_FSIZE, (limits.get("file_size_mb", 16) * mb,) * 2),
-                (resource.RLIMIT_NOFILE, (limits.get("open_files", 64),) * 2),
-                (resource.RLIMIT_NPROC, (limits.get("processes", 64),) * 2),
-                (resource.RLIMIT_CORE, (0, 0)),
-            ):
-                resource.setrlimit(res, value)
-            _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            if self.drop:
-                os.setgroups([])
-                os.setgid(self.job_gid)
-                os.setuid(self.job_uid)
-            env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
-            if req.get("script") is not None:
-                code = _run_script(req["script"], env)
-            else:
-                argv = req["argv"]
-                os.execvpe(argv[0], argv, env)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        except BaseException:  # the job could not start: say why on its stderr
-            traceback.print_exc()
-            code = 127
-        finally:
-            os._exit(code)
+            for part in parts:
+                if create:
+                    try:
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                        self._own(part, fd)
+                    except FileExistsError:
+                        pass
+                try:
+                    child = os.open(part, OPEN_DIR, dir_fd=fd)
+                except OSError as exc:  # ELOOP / ENOTDIR: a symlink or a file where a folder was
+                    raise PermissionError(f"{'/'.join(parts)!r} is not a folder inside the work dir") from exc
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
-    def _reap(self):
-        """Kill every process left under the job uid (background jobs, escaped sessions)."""
-        if not self.drop:
-            return
+    def _own(self, name, dir_fd):
+        if self.uid is not None:
+            os.chown(name, self.uid, self.gid, dir_fd=dir_fd, follow_symlinks=False)
+
+    def write(self, rel, data, mode):
+        parts = _parts(rel)
+        dfd = self.open_dir(parts[:-1], create=True)
+        tmp = f".gymhub-write-{secrets.token_hex(8)}"
+        try:
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd
+            )
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fchmod(fd, mode & 0o7777 & ~0o6000)
+                if self.uid is not None:
+                    os.fchown(fd, self.uid, self.gid)
+            finally:
+                os.close(fd)
+            os.rename(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd)  # never opens the old entry
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise
+        finally:
+            os.close(dfd)
+
+    def read(self, rel, max_bytes):
+        parts = _parts(rel)
+        dfd = self.open_dir(parts[:-1])
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PermissionError(f"{rel!r} is not a regular file")
+            chunks, left = [], max_bytes + 1
+            while left > 0:
+                chunk = os.read(fd, min(left, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def walk(self, with_data):
+        """Every entry as (path, kind, data-or-target, mode, size), sorted by path (so a folder
+        comes before what it holds). Depth-first with one open descriptor per level; bounded
+        depth and count, so a hostile tree cannot wedge the server."""
+        out = []
+        root = os.open(self.root, OPEN_DIR)
+        stack = [(root, "", _entries(root))]
+        try:
+            while stack:
+                fd, prefix, entries = stack[-1]
+                if not entries:
+                    os.close(fd)
+                    stack.pop()
+                    continue
+                entry = entries.pop()
+                rel = prefix + entry.name
+                info = entry.stat(follow_symlinks=False)
+                mode = stat.S_IMODE(info.st_mode)
+                if stat.S_ISLNK(info.st_mode):
+                    out.append((rel, "symlink", os.readlink(entry.name, dir_fd=fd), mode, info.st_size))
+                elif stat.S_ISDIR(info.st_mode):
+                    out.append((rel, "dir", None, mode, info.st_size))
+                    if len(stack) >= MAX_DEPTH:
+                        raise OSError(f"the work dir is deeper than {MAX_DEPTH} levels")
+                    child = os.open(entry.name, OPEN_DIR, dir_fd=fd)
+                    stack.append((child, rel + "/", _entries(child)))
+                elif stat.S_ISREG(info.st_mode):
+                    data = self._read_at(fd, entry.name) if with_data else None
+                    out.append((rel, "file", data, mode, info.st_size))
+                if len(out) > MAX_ENTRIES:
+                    raise OSError(f"more than {MAX_ENTRIES} entries in the work dir")
+        except BaseException:
+            for fd, _, _ in stack:
+                os.close(fd)
+            raise
+        out.sort(key=lambda e: e[0])
+        return out
+
+    @staticmethod
+    def _read_at(dir_fd, name):
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        try:
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def apply(self, entries):
+        """Recreate a captured tree in the (wiped) work dir."""
+        dirs = {"": os.open(self.root, OPEN_DIR)}
+        try:
+            for rel, kind, data, mode, _ in entries:
+                parent, _, name = rel.rpartition("/")
+                dfd = dirs[parent]
+                if kind == "dir":
+                    os.mkdir(name, 0o700, dir_fd=dfd)
+                    fd = os.open(name, OPEN_DIR, dir_fd=dfd)
+                    dirs[rel] = fd
+                    os.fchmod(fd, mode)
+                    if self.uid is not None:
+                        os.fchown(fd, self.uid, self.gid)
+                elif kind == "symlink":
+                    os.symlink(data, name, dir_fd=dfd)
+                    self._own(name, dfd)
+                else:
+                    fd = os.open(name, NEW_FILE, 0o600, dir_fd=dfd)
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                        os.fchmod(fd, mode)
+                        if self.uid is not None:
+                            os.fchown(fd, self.uid, self.gid)
+                    finally:
+                        os.close(fd)
+        finally:
+            for fd in dirs.values():
+                os.close(fd)
+
+
+def _entries(dir_fd):
+    with os.scandir(dir_fd) as it:
+        return list(it)
+
+
+def wipe(path):
+    """Empty a folder whatever is in it — any depth, any names — without recursion and without
+    following a symlink: subfolders are renamed up to the top and emptied one by one."""
+    try:
+        top = os.open(path, OPEN_DIR)
+    except FileNotFoundError:
+        return
+    nonce = secrets.token_hex(6)
+    pending: list = [None]
+    counter = 0
+    try:
+        while pending:
+            name = pending.pop()
+            try:
+                dfd = top if name is None else os.open(name, OPEN_DIR, dir_fd=top)
+            except FileNotFoundError:
+                continue
+            try:
+                with os.scandir(dfd) as it:
+                    entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+                for entry, is_dir in entries:
+                    if not is_dir:
+                        os.unlink(entry, dir_fd=dfd)
+                    elif name is None:
+                        pending.append(entry)
+                    else:
+                        moved = f".gymhub-wipe-{nonce}-{counter}"
+                        counter += 1
+                        os.rename(entry, moved, src_dir_fd=dfd, dst_dir_fd=top)
+                        pending.append(moved)
+            finally:
+                if dfd != top:
+                    os.close(dfd)
+            if name is not None:
+                os.rmdir(name, dir_fd=top)
+    finally:
+        os.close(top)
+
+
+# ---------------------------------------------------------------------- the zygote and its jobs
+def zygote_main(sock, uid, gid, workdir, cgroup_fds, program):
+    """Fork jobs on request; reap every child; report each job's exit. Never sees a payload."""
+    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    for fd in cgroup_fds:  # the whole job — every process it starts — is bound by the cgroup
+        os.write(fd, b"0")
+        os.close(fd)
+    protected = _write_proc("/proc/self/oom_score_adj", "-1000")
+    program = SeccompFilter(program) if program is not None else None
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    job = None
+    while True:
+        ready, _, _ = select.select([sock, wake_r], [], [])
+        if wake_r in ready:
+            while True:
+                try:
+                    os.read(wake_r, 4096)
+                except BlockingIOError:
+                    break
+        for pid, status in _reap_all():
+            if pid == job:
+                job = None
+                sock.send(f"X {pid} {status} {int(_has_children())}".encode())
+        if sock not in ready:
+            continue
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 16, 8)
+        except OSError:
+            msg, fds = b"", []
+        if not msg:
+            os._exit(0)  # the server is gone
+        if msg == b"W":  # the server killed stragglers: reap them before the next job
+            deadline = time.monotonic() + 2
+            while _has_children() and time.monotonic() < deadline:
+                _reap_all()
+                time.sleep(0.002)
+            sock.send(b"w")
+            continue
         pid = os.fork()
         if pid == 0:
-            try:
-                os.setgid(self.job_gid)
-                os.setuid(self.job_uid)
-                os.kill(-1, signal.SIGKILL)  # every process of the job uid; never the caller
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
-        _reap_children()
+            os.close(wake_r)
+            os.close(wake_w)
+            _job(sock, fds, uid, gid, workdir, program, protected)
+        for fd in fds:
+            os.close(fd)
+        job = pid
+        sock.send(f"P {pid}".encode())
+
+
+def _write_proc(path, value):
+    try:
+        with open(path, "w") as fh:
+            fh.write(value)
+        return True
+    except OSError:
+        return False
+
+
+def _reap_all():
+    reaped: list = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return reaped
+        if pid == 0:
+            return reaped
+        reaped.append((pid, status))
 
 
 def _has_children():
-    """Any descendant of a finished job still alive? As a child subreaper, every survivor of a
-    dead job has become our child — so no children means nothing survived (no reaper needed)."""
+    """Any descendant still alive? As a child subreaper, every survivor of a dead job has become
+    our child, so no children means nothing survived."""
     try:
         os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)  # raises only if none
         return True
@@ -341,14 +515,68 @@ def _has_children():
         return False
 
 
-def _reap_children():
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+def _read_exact(fd, size):
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, left)
+        if not chunk:
+            raise EOFError("the job's spec was cut short")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _job(sock, fds, uid, gid, workdir, program, protected):
+    code = 127
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        sock.close()
+        os.setsid()
+        (size,) = struct.unpack(">I", _read_exact(fds[0], 4))
+        spec = json.loads(_read_exact(fds[0], size))
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        os.closerange(len(fds), 1 << 20)
+        os.chdir(workdir)
+        os.umask(0o022)
+        if protected and not _write_proc("/proc/self/oom_score_adj", "0"):
+            raise OSError("could not make the job killable by the OOM killer")
+        limits = spec["limits"]
+        mb = 1024 * 1024
+        cpu = int(limits.get("cpu_seconds", 10))
+        for res, value in (
+            (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+            (resource.RLIMIT_AS, (limits.get("memory_mb", 1024) * mb,) * 2),
+            (resource.RLIMIT_FSIZE, (limits.get("file_size_mb", 16) * mb,) * 2),
+            (resource.RLIMIT_NOFILE, (limits.get("open_files", 64),) * 2),
+            (resource.RLIMIT_NPROC, (limits.get("processes", 64),) * 2),
+            (resource.RLIMIT_CORE, (0, 0)),
+        ):
+            resource.setrlimit(res, value)
+        queues = min(resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1], 1 << 20)
+        resource.setrlimit(resource.RLIMIT_MSGQUEUE, (queues, queues))
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+        _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no-new-privileges")
+        if program is not None:
+            program.install()
+        env = {str(k): str(v) for k, v in (spec.get("env") or {}).items()}
+        if spec.get("script") is not None:
+            code = _run_script(spec["script"], env)
+        else:
+            argv = spec["argv"]
+            os.execvpe(argv[0], argv, env)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # the job could not start: say why on its stderr
+        traceback.print_exc()
+        code = 127
+    finally:
+        os._exit(code)
 
 
 def _run_script(source, env):
@@ -372,60 +600,288 @@ def _run_script(source, env):
     return code
 
 
-def _collect(pid, stdin_fd, stdin, streams, deadline, cap):
-    """Feed stdin and drain the job's outputs until they close or the deadline passes."""
-    sel = selectors.DefaultSelector()
-    data = {"stdout": b"", "stderr": b"", "channel": b""}
-    for fd, name in streams.items():
-        sel.register(fd, selectors.EVENT_READ, name)
-    view = memoryview(stdin)
-    if view:
+# ---------------------------------------------------------------------- the server
+class Server:
+    def __init__(self, workdir, job_uid, job_gid, cgroup_fds, scratch):
+        self.workdir = workdir
+        self.job_uid, self.job_gid = job_uid, job_gid
+        self.drop = os.getuid() == 0 and job_uid is not None
+        self.scratch = [p for p in scratch if os.path.isdir(p) and os.access(p, os.W_OK)]
+        os.makedirs(self.workdir, exist_ok=True)
+        if self.drop:
+            os.chown(self.workdir, job_uid, job_gid)
+        self.tree = Tree(self.workdir, job_uid if self.drop else None, job_gid)
+        self.snapshots = {"pristine": self.tree.walk(with_data=True)}
+        self.reap_pending = False
+        self.inbox = []
+        self.zygote_sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        program = seccomp_program()
+        self.seccomp = program is not None
+        self.zygote = os.fork()
+        if self.zygote == 0:
+            self.zygote_sock.close()
+            try:
+                zygote_main(
+                    theirs, job_uid if self.drop else None, job_gid, self.workdir, cgroup_fds, program
+                )
+            finally:
+                os._exit(1)
+        theirs.close()
+        for fd in cgroup_fds:
+            os.close(fd)
+
+    # ------------------------------------------------------------------ files
+    def op_write(self, req):
+        self.tree.write(req["path"], base64.b64decode(req["data"]), int(req.get("mode", 0o644)))
+        return {}
+
+    def op_read(self, req):
+        data = self.tree.read(req["path"], int(req.get("max_bytes", 16 * 1024 * 1024)))
+        return {"data": base64.b64encode(data).decode()}
+
+    def op_list(self, req):
+        entries = [[rel, kind, size, mode] for rel, kind, _, mode, size in self.tree.walk(with_data=False)]
+        return {"entries": entries}
+
+    def op_snapshot(self, req):
+        snap_id = f"s{len(self.snapshots)}"
+        self.snapshots[snap_id] = self.tree.walk(with_data=True)
+        return {"id": snap_id}
+
+    def op_restore(self, req):
+        if req["id"] not in self.snapshots:
+            raise KeyError(f"no snapshot {req['id']!r}")
+        if self.reap_pending:
+            self._kill_job_processes(ipc=False)
+        wipe(self.workdir)
+        self.tree.apply(self.snapshots[req["id"]])
+        return {}
+
+    def op_reset(self, req):
+        ipc = _ipc_left()
+        if ipc or self.reap_pending:
+            self._kill_job_processes(ipc=ipc)
+        for folder in self.scratch:
+            wipe(folder)
+        wipe(self.workdir)
+        self.tree.apply(self.snapshots["pristine"])
+        return {}
+
+    def op_ping(self, req):
+        return {"pid": os.getpid(), "uid": os.getuid(), "workdir": self.workdir, "seccomp": self.seccomp}
+
+    # ------------------------------------------------------------------ jobs
+    def op_exec(self, req):
+        limits = req.get("limits", {})
+        cap = int(limits.get("max_output_bytes", 1_000_000))
+        side = bool(req.get("side_channel"))
+        pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(4 if side else 3)]
+        ours = [pipes[0][1]] + [r for r, _ in pipes[1:]]
+        theirs = [pipes[0][0]] + [w for _, w in pipes[1:]]
+        spec = json.dumps({k: req.get(k) for k in ("argv", "script", "env")} | {"limits": limits}).encode()
+        stdin = struct.pack(">I", len(spec)) + spec + base64.b64decode(req.get("stdin", ""))
+        start = time.monotonic()
+        try:
+            socket.send_fds(self.zygote_sock, [b"J"], theirs)
+        except OSError:
+            for fd in ours:
+                os.close(fd)
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        pid = self._zygote_wait("P", timeout=10)[0]
+        streams = {ours[1]: "stdout", ours[2]: "stderr"}
+        if side:
+            streams[ours[3]] = "channel"
+        data, killed_by, truncated, exit_msg = self._collect(
+            ours[0], stdin, streams, start + float(req.get("timeout", 10.0)), cap
+        )
+        if exit_msg is None or killed_by is not None or exit_msg[3] or self.reap_pending:
+            # timeout, output cap, or survivors: nothing of the job outlives this reply
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self._kill_job_processes(ipc=False)
+            if exit_msg is None:
+                exit_msg = ["X", *self._zygote_wait("X", timeout=5)]
+        status = exit_msg[2]
+        code = os.waitstatus_to_exitcode(status)
+        if killed_by is None and code == -signal.SIGXCPU:
+            killed_by = "timeout"
+        out_of_memory = code in (-signal.SIGKILL, -signal.SIGSEGV) or b"MemoryError" in data["stderr"][-4000:]
+        if killed_by is None and out_of_memory:
+            killed_by = "memory"
+        return {
+            "exit_code": code,
+            "stdout": base64.b64encode(data["stdout"]).decode(),
+            "stderr": base64.b64encode(data["stderr"]).decode(),
+            "channel": base64.b64encode(data["channel"]).decode(),
+            "duration": time.monotonic() - start,
+            "timed_out": killed_by == "timeout",
+            "killed_by": killed_by,
+            "truncated": truncated,
+        }
+
+    def _zygote_recv(self):
+        msg = self.zygote_sock.recv(256).decode().split()
+        if not msg:
+            raise RuntimeError("the zygote is gone; the sandbox is broken")
+        return [msg[0], *(int(x) for x in msg[1:])]
+
+    def _zygote_wait(self, kind, timeout):
+        """The zygote's next message of ``kind`` (P: pid; X: exit; w: reaped); others are kept."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, msg in enumerate(self.inbox):
+                if msg[0] == kind:
+                    return self.inbox.pop(i)[1:]
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self.zygote_sock], [], [], max(left, 0))
+            if not ready:
+                raise RuntimeError("the zygote did not answer; the sandbox is broken")
+            self.inbox.append(self._zygote_recv())
+
+    def _collect(self, stdin_fd, stdin, streams, deadline, cap):
+        """Feed stdin and drain the outputs until the job has exited and its pipes are closed,
+        the deadline passes, or the output cap is hit. The job's exit comes from the zygote as
+        one more event, so nothing here ever waits on the job itself."""
+        sel = selectors.DefaultSelector()
+        data = {"stdout": b"", "stderr": b"", "channel": b""}
+        for fd, name in streams.items():
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ, name)
+        view = memoryview(stdin)
         os.set_blocking(stdin_fd, False)
         sel.register(stdin_fd, selectors.EVENT_WRITE, "stdin")
-    else:
-        os.close(stdin_fd)
-    killed_by, truncated, exited_at = None, False, None
-    while any(key.data != "stdin" for key in sel.get_map().values()):
-        now = time.monotonic()
-        if now >= deadline:
-            killed_by = "timeout"
-            break
-        if exited_at is None and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            exited_at = now  # the job is gone: whatever still holds a pipe is an orphan
-        if exited_at is not None and now - exited_at > 0.2:
-            break
-        for key, _ in sel.select(timeout=min(deadline - now, 0.05)):
-            if key.data == "stdin":
-                try:
-                    view = view[os.write(key.fd, view[:65536]) :]
-                except OSError:
-                    view = view[:0]
-                if not view:
-                    sel.unregister(key.fd)
-                    os.close(key.fd)
-                continue
-            chunk = os.read(key.fd, 65536)
-            if not chunk:
-                sel.unregister(key.fd)
-                os.close(key.fd)
-                continue
-            room = cap - len(data[key.data])
-            data[key.data] += chunk[: max(room, 0)]
-            if len(chunk) > room:
-                truncated = True
-                killed_by = "output"
-        if killed_by:
-            break
-    if killed_by or exited_at is not None:
+        exit_msg = next((m for m in self.inbox if m[0] == "X"), None)
+        self.inbox = [m for m in self.inbox if m[0] != "X"]
+        if exit_msg is None:
+            sel.register(self.zygote_sock, selectors.EVENT_READ, "zygote")
+        killed_by, truncated = None, False
+        exited_at = time.monotonic() if exit_msg else None
         try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            while True:
+                now = time.monotonic()
+                if exit_msg is not None and not any(k.data in data for k in sel.get_map().values()):
+                    break  # exited, and every pipe drained
+                if exited_at is not None and now - exited_at > 0.2:
+                    self.reap_pending = True  # survivors still hold a pipe
+                    break
+                if now >= deadline:
+                    killed_by = "timeout"
+                    break
+                for key, _ in sel.select(timeout=min(deadline - now, 0.05)):
+                    if key.data == "stdin":
+                        try:
+                            view = view[os.write(key.fd, view[:65536]) :]
+                        except BlockingIOError:
+                            continue
+                        except OSError:
+                            view = view[:0]
+                        if not view:
+                            sel.unregister(key.fd)
+                            os.close(key.fd)
+                        continue
+                    if key.data == "zygote":
+                        msg = self._zygote_recv()
+                        if msg[0] == "X":
+                            exit_msg, exited_at = msg, time.monotonic()
+                            sel.unregister(key.fd)
+                        else:
+                            self.inbox.append(msg)
+                        continue
+                    try:
+                        chunk = os.read(key.fd, 65536)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        sel.unregister(key.fd)
+                        os.close(key.fd)
+                        continue
+                    room = cap - len(data[key.data])
+                    data[key.data] += chunk[: max(room, 0)]
+                    if len(chunk) > room:
+                        truncated = True
+                        killed_by = "output"
+                if killed_by:
+                    break
+        finally:
+            for key in list(sel.get_map().values()):
+                sel.unregister(key.fd)
+                if key.data != "zygote":
+                    os.close(key.fd)
+            sel.close()
+        return data, killed_by, truncated, exit_msg
+
+    def _kill_job_processes(self, ipc):
+        """Kill every process of the job uid (background jobs, escaped sessions, stopped ones)
+        and, with ``ipc``, remove the IPC objects and message queues left behind. The killer
+        runs as the job uid (the sandbox's alone), so it can touch nothing else."""
+        self.reap_pending = False
+        if not self.drop:
+            return
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                os.setgroups([])
+                os.setgid(self.job_gid)
+                os.setuid(self.job_uid)
+                for _ in range(1000):  # until none is left (kill -1 spares the caller)
+                    try:
+                        os.kill(-1, signal.SIGKILL)
+                    except ProcessLookupError:
+                        break
+                if ipc:
+                    _remove_ipc()
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.waitpid(pid, 0)
+        self.zygote_sock.send(b"W")  # the zygote reaps them before the next job starts
+        self._zygote_wait("w", timeout=5)
+
+
+def _ipc_left():
+    """Any SysV object or POSIX message queue in our IPC namespace? (cheap: no fork)."""
+    for kind in ("shm", "sem", "msg"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                if len(fh.read().splitlines()) > 1:
+                    return True
+        except OSError:
             pass
-    for key in list(sel.get_map().values()):
-        sel.unregister(key.fd)
-        os.close(key.fd)
-    sel.close()
-    return data, killed_by, truncated
+    try:
+        return bool(os.listdir("/dev/mqueue"))
+    except OSError:
+        return False
+
+
+def _remove_ipc():
+    """SysV shared memory, semaphores, message queues and POSIX queues of our IPC namespace."""
+    libc = _libc()
+    for kind, remove in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                lines = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 1:
+                remove(int(fields[1]), 0, None)  # IPC_RMID; only our own objects can go
+    try:
+        names = os.listdir("/dev/mqueue")
+    except OSError:
+        names = []
+    for name in names:
+        try:
+            os.unlink(os.path.join("/dev/mqueue", name))
+        except OSError:
+            pass
 
 
 # ---------------------------------------------------------------------- transport
@@ -455,13 +911,22 @@ def _send(conn, obj):
     conn.sendall(struct.pack(">I", len(payload)) + payload)
 
 
-def serve(server, sock_path):
+def listen(sock_path):
+    """Listen first, then publish the socket under its name: a client that sees the path can
+    connect at once (no 'connection refused' between bind and listen)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    if os.path.exists(sock_path):
-        os.unlink(sock_path)
-    listener.bind(sock_path)
-    os.chmod(sock_path, 0o600)
+    staging = sock_path + ".staging"
+    for path in (staging, sock_path):
+        if os.path.lexists(path):
+            os.unlink(path)
+    listener.bind(staging)
+    os.chmod(staging, 0o600)
     listener.listen(1)
+    os.rename(staging, sock_path)
+    return listener
+
+
+def serve(server, listener):
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     while True:
@@ -472,8 +937,8 @@ def serve(server, sock_path):
                 if req is None:
                     break
                 if req.get("op") == "shutdown":
+                    server._kill_job_processes(ipc=True)
                     _send(conn, {"ok": True})
-                    server._reap()
                     return
                 try:
                     result = getattr(server, "op_" + str(req.get("op")))(req)
@@ -481,8 +946,7 @@ def serve(server, sock_path):
                 except Exception as exc:
                     _send(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
                 if server.reap_pending:
-                    server.reap_pending = False
-                    server._reap()
+                    server._kill_job_processes(ipc=False)
 
 
 def main(argv):
@@ -492,15 +956,21 @@ def main(argv):
     sys.path[:] = [p for p in sys.path if p not in ("", here)]
     args = dict(zip(argv[0::2], argv[1::2], strict=True))
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans come back to us to be reaped
     _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the host process died: so do we
+    _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no job uid may read our memory, whatever it does
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
     workdir = args["--workdir"]
-    if args.get("--isolate") == "1":
-        stash = os.path.join(os.path.dirname(args["--socket"]), "interpreter")
-        isolate_host_process(workdir, int(args.get("--tmpfs-mb", "256")), stash)
+    listener = listen(args["--socket"])
+    if "--jail" in args:
+        build_jail(json.loads(args["--jail"]), workdir)
     uid = int(args["--job-uid"]) if "--job-uid" in args else None
     gid = int(args.get("--job-gid", args.get("--job-uid", "0"))) if uid is not None else None
-    serve(Server(workdir, uid, gid), args["--socket"])
+    cgroup_fds = [int(fd) for fd in args.get("--cgroup-fds", "").split(",") if fd]
+    # writable places besides the work dir, emptied on reset: only ones private to this sandbox
+    scratch = [p for p in args.get("--scratch", "").split(",") if p]
+    server = Server(workdir, uid, gid, cgroup_fds, scratch)
+    serve(server, listener)
 
 
 if __name__ == "__main__":

@@ -70,7 +70,8 @@ def test_errors_are_clear_and_exit_2(tmp_path: Path) -> None:
     bad = run("rollout", "no-such-env", "--db", str(tmp_path / "x.db"), check=False)
     assert bad.returncode == 2 and "unknown environment" in bad.stderr
     missing = run("export", "nope", "--out", str(tmp_path / "o"), "--db", str(tmp_path / "x.db"), check=False)
-    assert missing.returncode == 2 and "no run" in missing.stderr
+    assert missing.returncode == 2 and "no store at" in missing.stderr
+    assert not (tmp_path / "x.db").exists() and not (tmp_path / "o").exists()
     garbage = tmp_path / "g.jsonl"
     garbage.write_text("{not json\n")
     assert "cannot read" in run("verify", str(garbage), check=False).stderr

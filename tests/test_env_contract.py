@@ -50,6 +50,39 @@ def test_check_env_catches_a_nondeterministic_env() -> None:
         gymhub.unregister("flaky-test-v0")
 
 
+def _gullible_env(env_id: str) -> gymhub.Env:
+    """toy-letters with a verifier that passes any non-empty reply: a blind policy beats it."""
+    from gymhub.envs.toy.letters_env import LettersEnv, LettersVerifier
+
+    class GullibleVerifier(LettersVerifier):
+        def check(self, task: Task, final_state: dict) -> tuple[float, dict]:
+            return float(bool(final_state.get("reply"))), {}
+
+    class Gullible(LettersEnv):
+        def make_verifier(self) -> GullibleVerifier:
+            return GullibleVerifier(self.rules)
+
+    return Gullible(env_id=env_id)
+
+
+def test_check_env_fails_an_env_a_blind_policy_beats() -> None:
+    with pytest.raises(
+        EnvContractError, match=r"blind policy blind:echo averages outcome 1\.000 on \d+ eval"
+    ):
+        gymhub.check_env(_gullible_env("gullible-test-v0"))
+    gymhub.check_env(_gullible_env("gullible-test-v0"), check_blind_floor=False)  # all else holds
+
+
+def test_an_env_whose_spec_says_format_only_is_exempt_from_the_floor() -> None:
+    gymhub.register("gullible-format-v0", "test_env_contract:unused", outcome="format-only", replace=True)
+    try:
+        gymhub.check_env(_gullible_env("gullible-format-v0"))
+    finally:
+        gymhub.unregister("gullible-format-v0")
+    with pytest.raises(ValueError, match="outcome"):
+        gymhub.register("bad-outcome-v0", "x:y", outcome="vibes")
+
+
 def test_bad_actions_get_error_observations_and_a_penalty() -> None:
     env = gymhub.make("code-python-v0")
     obs, info = env.reset(seed=5)

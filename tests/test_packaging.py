@@ -80,11 +80,11 @@ def test_wheel_in_a_fresh_venv_imports_parts_and_no_top_level(wheel: Path, tmp_p
 
 
 def test_import_gymhub_is_light() -> None:
+    """No heavy module at `import gymhub` (the time itself: benchmarks/import_time.py)."""
     code = (
-        "import sys, time; t = time.perf_counter(); import gymhub; "
-        "dt = time.perf_counter() - t; heavy = [m for m in ('torch', 'transformers', "
+        "import sys; import gymhub; heavy = [m for m in ('torch', 'transformers', "
         "'docker', 'fastmcp', 'ray', 'vllm', 'sqlalchemy', 'datasets', 'pyarrow') "
-        "if m in sys.modules]; print(dt, heavy)"
+        "if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -93,6 +93,4 @@ def test_import_gymhub_is_light() -> None:
         text=True,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     ).stdout
-    seconds, heavy = out.split(" ", 1)
-    assert heavy.strip() == "[]"
-    assert float(seconds) < 1.0
+    assert out.strip() == "[]"

@@ -11,6 +11,9 @@ verifier alone is timed ``repeats`` times on it. Reported: verifications/s (1 an
 threads), latency p50/p95/p99, determinism (all repeats byte-identical to the env's verdict),
 precision and recall of "outcome == 1" against the labels, and hack resistance (share of
 probes scored 0). Every false positive and false negative is listed by name.
+
+Beside the labels, the blind-policy floor (:func:`gymhub.policies.blind.blind_floor`): each
+blind policy's mean outcome per split, on ``tasks`` sampled tasks of each split.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 import gymhub
 from gymhub.env import Env, message_from_openai
+from gymhub.policies.blind import BLIND_FLOOR, BlindFloorReport, blind_floor
 from gymhub.registry import load_probes
 from gymhub.types import Message, Task, Trajectory
 from gymhub.verifiers.checkers.code_extraction import extract_code
@@ -146,8 +150,47 @@ def bench_env(
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(lambda p: env.verifier.verify(p.case.task, p.state, p.trajectory), played))
         throughput[workers] = len(played) / (time.perf_counter() - start)
+    floor = blind_floor(env, tasks_per_split=tasks)
     env.close()
-    return _summary(env_id, env, played, latencies, stable, throughput)
+    return _summary(env_id, env, played, latencies, stable, throughput) | {
+        "blind_floor": _floor_summary(floor)
+    }
+
+
+def _floor_summary(report: BlindFloorReport) -> dict[str, Any]:
+    """policy -> split -> mean outcome, the best of them, and whether the env is exempt."""
+    means: dict[str, dict[str, float]] = {}
+    for score in report.scores:
+        means.setdefault(score.policy, {})[score.split] = score.mean_outcome
+    return {
+        "limit": BLIND_FLOOR,
+        "exempt": gymhub.spec(report.env_id).outcome == "format-only",
+        "tasks_per_split": report.tasks_per_split,
+        "seconds": report.seconds,
+        "mean_outcome": means,
+        "best": report.best.model_dump(),
+    }
+
+
+def blind_floor_table(results: list[dict[str, Any]]) -> Any:
+    """The blind floor of each benchmarked env as a rich table: mean outcome per policy and
+    split, over the limit in red (an env whose outcome is format-only says "exempt")."""
+    from rich.table import Table
+
+    policies = sorted({p for r in results for p in r["blind_floor"]["mean_outcome"]})
+    table = Table("env", "split", *[p.removeprefix("blind:") for p in policies], title="blind-policy floor")
+    for r in results:
+        floor = r["blind_floor"]
+        for split in ("train", "eval"):
+            cells = []
+            for policy in policies:
+                value = floor["mean_outcome"].get(policy, {}).get(split)
+                text = "-" if value is None else f"{value:.3f}"
+                over = value is not None and value > floor["limit"] and not floor["exempt"]
+                cells.append(f"[red]{text}[/red]" if over else text)
+            label = r["env_id"] + (" (format-only, exempt)" if floor["exempt"] else "")
+            table.add_row(label, split, *cells)
+    return table
 
 
 def _summary(

@@ -80,6 +80,7 @@ class CodePythonMultiturnEnv(Env):
         self.sandbox_backend = sandbox
         self._files: dict[str, str] = {}
         self._task: Task | None = None
+        self._runtime_events: list[dict[str, Any]] = []
         super().__init__(**kwargs)
 
     def load_tasks(self) -> list[Task]:
@@ -133,6 +134,7 @@ class CodePythonMultiturnEnv(Env):
             TEST_FILE: visible_test_file(task),
         }
         self._pristine_tests = self._files[TEST_FILE]
+        self._runtime_events = []
 
     async def on_action(self, message: Message) -> EnvReply:
         return await self.answer_tool_calls(
@@ -168,17 +170,25 @@ class CodePythonMultiturnEnv(Env):
             timeout=self.test_timeout,
             backend=self.sandbox_backend,
         )
+        step = self._episode.step_index if self._episode else 0
+        for event in report.events:
+            record = {"step": step, **event.as_dict()}
+            if record not in self._runtime_events:
+                self._runtime_events.append(record)
         failing = [f"test_example_{i}" for i in report.failures]
         summary = f"{report.passed}/{report.total} tests passed"
         return summary + (f" (status {report.status}); failing: {', '.join(failing)}" if failing else "")
 
     async def final_state(self) -> dict[str, Any]:
         changed = [TEST_FILE] if self._files.get(TEST_FILE) != getattr(self, "_pristine_tests", None) else []
-        return {
+        state: dict[str, Any] = {
             "code": self._files.get("solution.py"),
             "bad_action_steps": self.bad_action_steps,
             "protected_changed": changed,
         }
+        if self._runtime_events:  # absent when clean, so clean states keep their fingerprints
+            state["runtime_events"] = list(self._runtime_events)
+        return state
 
 
 _script = scripted_tool_calls

@@ -6,17 +6,11 @@ import random
 import string
 from typing import Any
 
-from gymhub.types import Task, canonical_json
+from gymhub.types import Task, canonical_json, content_split
 from gymhub.verifiers.checkers.function_tests import encode_expected
 
 VISIBLE_EXAMPLES = 3
 MIN_HIDDEN_TESTS = 5
-EVAL_EVERY = 5  # one task in five (by id) is in the eval split
-
-
-def split_of(task_id: str) -> str:
-    """Deterministic split by task id: disjoint by construction."""
-    return "eval" if int(task_id, 16) % EVAL_EVERY == 0 else "train"
 
 
 def _call_repr(entry: str, args: list[Any]) -> str:
@@ -63,7 +57,7 @@ def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
                 "visible_tests": [{"args": a, "expected": encode_expected(o)} for a, o in visible],
             }
             draft = Task.create(env_id, "train", prompt, hidden, metadata)
-            tasks.append(draft.model_copy(update={"split": split_of(draft.id)}))
+            tasks.append(draft.model_copy(update={"split": content_split(hidden)}))
     return tasks
 
 

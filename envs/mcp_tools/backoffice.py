@@ -15,12 +15,31 @@ from sqlalchemy import ForeignKey, Integer, String, create_engine, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 POLICY = """Back-office policy
-1. Before changing anything about a customer — a refund, an address — verify their identity with
-   verify_identity(customer_id, zip_code), using the zip code the customer gives.
-2. Refunds: only for orders with status 'delivered', placed at most 30 days ago, for at most the
-   order total and never more than 200.00. Otherwise decline.
-3. Never delete a customer.
-4. Restock only SKUs that are not discontinued."""
+1. Every request ends in one of two ways: carried out with the tool that does it, or declined
+   with decline_request(request_id, reason_code). A customer's open requests are listed on
+   their record (find_customer); restock requests on the SKU's record (get_inventory).
+2. Before changing anything about a customer — a refund, an address — verify their identity with
+   verify_identity(customer_id, zip_code), using the zip code the customer gives. If it fails,
+   decline with IDENTITY_NOT_VERIFIED.
+3. Refunds: a full refund of the order total, only for an order of the customer who asks, with
+   status 'delivered', placed at most 30 days ago, and a total of at most 200.00. Otherwise
+   decline with the first reason that applies: NOT_CUSTOMERS_ORDER, ORDER_CANCELLED (status
+   'cancelled'), NOT_DELIVERED (any other status), OUTSIDE_REFUND_WINDOW, OVER_REFUND_LIMIT.
+4. Never delete a customer.
+5. Restocks: bring a SKU up to the stock level asked for, with restock(sku, quantity to add).
+   Decline with DISCONTINUED_SKU for a discontinued SKU, and with OVER_STOCK_CAP when the level
+   asked for is above 80 units."""
+REASON_CODES = (
+    "IDENTITY_NOT_VERIFIED",
+    "NOT_CUSTOMERS_ORDER",
+    "ORDER_CANCELLED",
+    "NOT_DELIVERED",
+    "OUTSIDE_REFUND_WINDOW",
+    "OVER_REFUND_LIMIT",
+    "DISCONTINUED_SKU",
+    "OVER_STOCK_CAP",
+)
+STOCK_CAP = 80
 TODAY = dt.date(2026, 11, 30)
 REFUND_LIMIT = 200.0
 REFUND_WINDOW_DAYS = 30
@@ -54,6 +73,18 @@ class Refund(Base):
     order_id: Mapped[int] = mapped_column(ForeignKey("orders.id"))
     amount_cents: Mapped[int] = mapped_column(Integer)
     reason: Mapped[str] = mapped_column(String(200))
+
+
+class Request(Base):
+    """A customer's (or a store manager's) request, waiting to be carried out or declined."""
+
+    __tablename__ = "requests"
+    id: Mapped[str] = mapped_column(String(20), primary_key=True)
+    customer_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    sku: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    summary: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20), default="open")
+    reason_code: Mapped[str | None] = mapped_column(String(40), nullable=True)
 
 
 class Item(Base):
@@ -98,7 +129,7 @@ def seed_database(url: str, seed: int = 0) -> None:
                     placed_on=(TODAY - dt.timedelta(days=days)).isoformat(),
                 )
             )
-        for i, product in enumerate(PRODUCTS * 6):
+        for i, product in enumerate(PRODUCTS * 12):
             session.add(
                 Item(
                     sku=f"SKU-{i + 100}",
@@ -107,6 +138,14 @@ def seed_database(url: str, seed: int = 0) -> None:
                     discontinued=int(rng.random() < 0.25),
                 )
             )
+    engine.dispose()
+
+
+def add_requests(url: str, requests: list[dict[str, Any]]) -> None:
+    """Open one request per task (the tasks are generated from the seeded rows, so after them)."""
+    engine = create_engine(url)
+    with Session(engine) as session, session.begin():
+        session.add_all(Request(**r, status="open") for r in requests)
     engine.dispose()
 
 
@@ -130,6 +169,10 @@ def build_server(url: str) -> Any:
     def session() -> Session:
         return Session(engine)
 
+    def open_requests(s: Session, **where: Any) -> list[dict[str, str]]:
+        rows = s.scalars(select(Request).filter_by(status="open", **where).order_by(Request.id))
+        return [{"request_id": r.id, "summary": r.summary} for r in rows]
+
     @mcp.tool
     def get_policy() -> str:
         """The policy every action must follow."""
@@ -142,7 +185,12 @@ def build_server(url: str) -> Any:
             c = s.scalar(select(Customer).where(Customer.email == email))
             if c is None:
                 raise ValueError(f"no customer with email {email}")
-            return {"customer_id": c.id, "name": c.name, "address": c.address}
+            return {
+                "customer_id": c.id,
+                "name": c.name,
+                "address": c.address,
+                "open_requests": open_requests(s, customer_id=c.id),
+            }
 
     @mcp.tool
     def verify_identity(customer_id: int, zip_code: str) -> str:
@@ -209,6 +257,7 @@ def build_server(url: str) -> Any:
                 "name": item.name,
                 "quantity": item.quantity,
                 "discontinued": bool(item.discontinued),
+                "open_requests": open_requests(s, sku=item.sku),
             }
 
     @mcp.tool
@@ -221,6 +270,18 @@ def build_server(url: str) -> Any:
             item.quantity += quantity
             now = item.quantity
         return f"{sku} now has {now} units"
+
+    @mcp.tool
+    def decline_request(request_id: str, reason_code: str) -> str:
+        """Decline an open request, with the policy's reason code for it."""
+        if reason_code not in REASON_CODES:
+            raise ValueError(f"unknown reason code {reason_code!r}; the codes are {', '.join(REASON_CODES)}")
+        with session() as s, s.begin():
+            r = s.get(Request, request_id)
+            if r is None or r.status != "open":
+                raise ValueError(f"no open request {request_id}")
+            r.status, r.reason_code = "declined", reason_code
+        return f"request {request_id} declined ({reason_code})"
 
     @mcp.tool
     def delete_customer(customer_id: int) -> str:

@@ -18,7 +18,14 @@ from typing import Any, ClassVar
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from gymhub.envs.mcp_tools.backoffice import Base, build_server, dump, refund_allowed, seed_database
+from gymhub.envs.mcp_tools.backoffice import (
+    Base,
+    add_requests,
+    build_server,
+    dump,
+    refund_allowed,
+    seed_database,
+)
 from gymhub.envs.mcp_tools.mcp_env import McpToolEnv
 from gymhub.envs.mcp_tools.tasks import build_backoffice_tasks
 from gymhub.types import Task
@@ -27,10 +34,23 @@ from gymhub.verifiers.base import BaseVerifier
 
 @functools.lru_cache(maxsize=4)
 def pristine_database(seed: int) -> str:
-    """A seeded database file, built once per process; reset copies it."""
+    """A seeded database file, built once per process; reset copies it. The tasks are generated
+    from its rows, then each task's request is opened in it."""
     path = Path(tempfile.mkdtemp(prefix="gymhub-backoffice-")) / "seed.db"
-    seed_database(f"sqlite:///{path}", seed)
+    url = f"sqlite:///{path}"
+    seed_database(url, seed)
+    add_requests(url, [t.hidden["request"] for t in build_backoffice_tasks("", _seeded_rows(url), seed)])
     return str(path)
+
+
+def _seeded_rows(url: str) -> dict[str, list[Any]]:
+    """Customers, orders and inventory as detached ORM rows (what the task generator reads)."""
+    engine = create_engine(url)
+    with Session(engine, expire_on_commit=False) as session:
+        rows = {name: list(session.scalars(select(_MODELS[name])).all()) for name in _TASK_SOURCES}
+        session.expunge_all()
+    engine.dispose()
+    return rows
 
 
 @functools.lru_cache(maxsize=4)
@@ -39,12 +59,14 @@ def pristine_dump(seed: int) -> dict[str, list[list[Any]]]:
 
 
 def _normalise(tables: dict[str, list[list[Any]]]) -> dict[str, Any]:
-    """Comparable state: refunds as (order, amount) pairs (reasons are free text, ids counters)."""
+    """Comparable state: refunds as (order, amount) pairs (reasons are free text, ids counters),
+    requests as (id, status, reason code)."""
     return {
         "customers": sorted(tables["customers"]),
         "orders": sorted(tables["orders"]),
         "inventory": sorted(tables["inventory"]),
         "refunds": sorted([r[1], r[2]] for r in tables["refunds"]),
+        "requests": sorted([r[0], r[4], r[5]] for r in tables["requests"]),
     }
 
 
@@ -60,6 +82,10 @@ def _expected(seed: int, changes: dict[str, Any]) -> dict[str, Any]:
     state["inventory"] = [
         [i[0], i[1], changes["inventory"].get(i[0], i[2]), i[3]] for i in state["inventory"]
     ]
+    declined = changes.get("requests", {})
+    state["requests"] = [
+        [r[0], "declined", declined[r[0]]] if r[0] in declined else r for r in state["requests"]
+    ]
     return state
 
 
@@ -67,7 +93,7 @@ class BackofficeVerifier(BaseVerifier):
     """Outcome 1 iff the final database is the seeded one plus exactly the expected changes."""
 
     id = "backoffice-db-state"
-    version = "1.0.0"
+    version = "1.1.0"
 
     def __init__(self, rules: dict[str, Any] | None = None, *, seed: int = 0) -> None:
         super().__init__(rules)
@@ -108,10 +134,7 @@ class BackofficeEnv(McpToolEnv):
         self._restore()
 
     def load_tasks(self) -> list[Task]:
-        engine = create_engine(f"sqlite:///{pristine_database(self.task_seed)}")
-        with Session(engine) as session:
-            rows = {name: list(session.scalars(select(model)).all()) for name, model in _MODELS.items()}
-        engine.dispose()
+        rows = _seeded_rows(f"sqlite:///{pristine_database(self.task_seed)}")
         return build_backoffice_tasks(self.env_id, rows, self.task_seed)
 
     def make_server(self) -> Any:
@@ -138,10 +161,11 @@ class BackofficeEnv(McpToolEnv):
 
 
 def _models() -> dict[str, Any]:
-    from gymhub.envs.mcp_tools.backoffice import Customer, Item, Order, Refund
+    from gymhub.envs.mcp_tools.backoffice import Customer, Item, Order, Refund, Request
 
-    return {"customers": Customer, "orders": Order, "refunds": Refund, "inventory": Item}
+    return {"customers": Customer, "orders": Order, "refunds": Refund, "inventory": Item, "requests": Request}
 
 
 _MODELS = _models()
+_TASK_SOURCES = ("customers", "orders", "inventory")
 __all__ = ["BackofficeEnv", "BackofficeVerifier", "Base"]

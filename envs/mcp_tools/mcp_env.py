@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import fastmcp
 
 from gymhub.env import Env, EnvReply
+from gymhub.tool_calls import reject_duplicate_tool_call_ids
 from gymhub.types import Message, ToolCall
 
 MAX_TOOL_OUTPUT = 8_000
@@ -104,17 +105,16 @@ class McpToolEnv(Env):
             return EnvReply(
                 [Message(role="user", content="Use the tools; call finish when the request is handled.")]
             )
+        reject_duplicate_tool_call_ids(message.tool_calls)
         replies, done = [], False
         for call in message.tool_calls:
-            if call.name == self.finish_tool:
-                replies.append(Message(role="tool", tool_call_id=call.id, name=call.name, content="finished"))
-                done = True
-                continue
-            replies.append(
-                Message(
-                    role="tool", tool_call_id=call.id, name=call.name, content=await self._call_tool(call)
-                )
-            )
+            if done:  # nothing after finish runs (and the calls-after-finish rule penalises it)
+                content = f"error: not run, it came after {self.finish_tool}"
+            elif call.name == self.finish_tool:
+                content, done = "finished", True
+            else:
+                content = await self._call_tool(call)
+            replies.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=content))
         return EnvReply(replies, done=done)
 
     async def _call_tool(self, call: ToolCall) -> str:

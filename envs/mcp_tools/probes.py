@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gymhub.envs.mcp_tools.tasks import _script
@@ -13,6 +14,46 @@ def _refund_spree(task: Task) -> list[dict[str, Any]]:
     return _script(
         [("refund_order", {"order_id": 1001 + i, "amount": 999.0, "reason": "goodwill"}) for i in range(3)]
         + [("finish", {})]
+    )
+
+
+def _right_action(task: Task, call_id: str) -> dict[str, Any]:
+    """The call of the reference that changes the database (the refund, the decline, ...)."""
+    reference = task.hidden["solutions"]["reference"]
+    return {**reference[-2]["tool_calls"][0], "id": call_id}
+
+
+def _call(call_id: str, name: str, **args: Any) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def _message(*calls: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": "", "tool_calls": list(calls)}
+
+
+def _act_after_finish(task: Task) -> list[dict[str, Any]]:
+    """Finish first, then the right change in the same message: it must not run."""
+    return [_message(_call("f", "finish"), _right_action(task, "act"))]
+
+
+def _duplicate_call_id(task: Task) -> list[dict[str, Any]]:
+    """A failed identity check and a harmless call under one id (so a pairing by id would read
+    the check as passed), with the right change in the same message: nothing of it may run."""
+    customer = task.hidden["request"]["customer_id"] or 1
+    return [
+        _message(
+            _call("dup", "verify_identity", customer_id=customer, zip_code="00000"),
+            _call("dup", "get_policy"),
+            _right_action(task, "act"),
+        ),
+        _message(_call("end", "finish")),
+    ]
+
+
+def _decline_without_look_up(task: Task) -> list[dict[str, Any]]:
+    """Declines with a guessed request id (ids are only on the records) and a common code."""
+    return _script(
+        [("decline_request", {"request_id": "RQ-00000001", "reason_code": "NOT_DELIVERED"}), ("finish", {})]
     )
 
 
@@ -39,5 +80,27 @@ PROBES = [
         "flood-restock",
         "restocks a discontinued SKU by a huge amount",
         lambda t: _script([("restock", {"sku": "SKU-100", "quantity": 100000}), ("finish", {})]),
+    ),
+    Probe("do-nothing", "ends at once: a decline must be recorded too", lambda t: _script([("finish", {})])),
+    Probe(
+        "claim-success",
+        "says the request is handled, and finishes",
+        lambda t: [
+            {"role": "assistant", "content": "The request is handled and the task is complete."},
+            *_script([("finish", {})]),
+        ],
+    ),
+    Probe("decline-without-look-up", "declines a guessed request id", _decline_without_look_up),
+    Probe(
+        "duplicate-call-id",
+        "reuses one tool_call_id so a failed check reads as passed",
+        _duplicate_call_id,
+        ("invalid-action",),
+    ),
+    Probe(
+        "act-after-finish",
+        "puts the change after finish in the same message",
+        _act_after_finish,
+        ("calls-after-finish",),
     ),
 ]

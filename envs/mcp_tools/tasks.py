@@ -1,121 +1,234 @@
-"""Back-office tasks in the spirit of τ-bench, generated from the seeded database: refunds the
-policy allows or forbids, address changes with a right or wrong zip code, restocks."""
+"""Back-office tasks in the spirit of τ-bench, generated from the seeded database.
+
+Each task is one request — a refund, an address change, a restock — that the policy either
+allows (the tool that does it changes the database) or forbids (``decline_request`` records
+the decline and its reason code on the request). Either way the right end state differs from
+the seeded one, so doing nothing never passes. Half the tasks are declines, spread evenly over
+the eight reason codes, and each forbidden request breaks exactly one rule of the policy, so its
+reason code is unambiguous.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import random
+from dataclasses import dataclass, field
 from typing import Any
 
-from gymhub.envs.mcp_tools.backoffice import TODAY, Customer, Item, Order, refund_allowed
+from gymhub.envs.mcp_tools.backoffice import STOCK_CAP, TODAY, Customer, Item, Order, refund_allowed
 from gymhub.tool_calls import scripted_tool_calls
-from gymhub.types import Task
+from gymhub.types import Task, content_split
 
 REASONS = ["arrived broken", "wrong colour", "never used", "changed my mind", "arrived late"]
+STREETS = ["Birch Rd", "Canal St", "Dune Ave", "Fjord Way"]
+# kind -> how many tasks; the allowed kinds (no reason code) make up half of the set
+KIND_COUNTS = {
+    "refund-allowed": 60,
+    "address-change": 50,
+    "restock": 50,
+    "refund-wrong-zip": 10,
+    "address-wrong-zip": 10,
+    "refund-not-customers-order": 20,
+    "refund-cancelled": 20,
+    "refund-not-delivered": 20,
+    "refund-too-old": 20,
+    "refund-over-limit": 20,
+    "restock-discontinued": 20,
+    "restock-over-cap": 20,
+}
+DECLINE_CODES = {
+    "refund-wrong-zip": "IDENTITY_NOT_VERIFIED",
+    "address-wrong-zip": "IDENTITY_NOT_VERIFIED",
+    "refund-not-customers-order": "NOT_CUSTOMERS_ORDER",
+    "refund-cancelled": "ORDER_CANCELLED",
+    "refund-not-delivered": "NOT_DELIVERED",
+    "refund-too-old": "OUTSIDE_REFUND_WINDOW",
+    "refund-over-limit": "OVER_REFUND_LIMIT",
+    "restock-discontinued": "DISCONTINUED_SKU",
+    "restock-over-cap": "OVER_STOCK_CAP",
+}
 
-
+CHANGED_TABLES = ("orders", "customers", "inventory", "requests")  # expected: {key: new value}
 _script = scripted_tool_calls
 
 
-def build_backoffice_tasks(
-    env_id: str, rows: dict[str, list[Any]], seed: int = 0, per_kind: int = 50
-) -> list[Task]:
-    rng = random.Random(f"backoffice-tasks:{seed}")
-    customers = {c.id: c for c in rows["customers"]}
-    orders = rows["orders"]
-    items = rows["inventory"]
-    specs: list[tuple[str, str, dict[str, Any], list[tuple[str, dict[str, Any]]], list[str]]] = []
+@dataclass
+class _Spec:
+    kind: str
+    prompt: str
+    request: dict[str, Any]  # the row opened in the requests table
+    lookups: list[tuple[str, dict[str, Any]]]  # what the reference checks first
+    action: tuple[str, dict[str, Any]] | None  # the allowed change (None: a decline)
+    required: list[str]
+    expected: dict[str, Any] = field(
+        default_factory=lambda: {t: {} for t in CHANGED_TABLES} | {"refunds": []}
+    )
 
-    def refund(order: Order, allowed: bool, kind: str) -> None:
-        c = customers[order.customer_id]
+
+def request_ids(seed: int, count: int) -> list[str]:
+    """Request ids: seeded (stable), unique, and not a function of anything the agent is told,
+    so a request can be declined only after looking it up."""
+    rng = random.Random(f"backoffice-requests:{seed}")
+    ids: list[str] = []
+    while len(ids) < count:
+        rid = f"RQ-{rng.getrandbits(32):08X}"
+        if rid not in ids:
+            ids.append(rid)
+    return ids
+
+
+def _age(o: Order) -> int:
+    return (TODAY - dt.date.fromisoformat(o.placed_on)).days
+
+
+def _refund_pools(orders: list[Order]) -> dict[str, list[Order]]:
+    """Orders for which exactly one refund rule (or none) decides."""
+    small = [o for o in orders if o.total_cents <= 20000]
+    return {
+        "allowed": [o for o in orders if refund_allowed(o, o.total_cents)],
+        "refund-cancelled": [o for o in small if o.status == "cancelled" and _age(o) <= 30],
+        "refund-not-delivered": [o for o in small if o.status == "shipped" and _age(o) <= 30],
+        "refund-too-old": [o for o in small if o.status == "delivered" and _age(o) > 30],
+        "refund-over-limit": [
+            o for o in orders if o.status == "delivered" and _age(o) <= 30 and o.total_cents > 20000
+        ],
+    }
+
+
+def _refund_specs(rng: random.Random, customers: dict[int, Customer], orders: list[Order]) -> list[_Spec]:
+    pools = _refund_pools(orders)
+    # refundable orders serve three kinds: carried out, asked with a wrong zip, asked by another
+    mixed = ("refund-allowed", "refund-wrong-zip", "refund-not-customers-order")
+    allowed = rng.sample(pools["allowed"], sum(KIND_COUNTS[k] for k in mixed))
+    picks: list[tuple[str, Order]] = [("refund-allowed", o) for o in allowed[: KIND_COUNTS["refund-allowed"]]]
+    rest = allowed[KIND_COUNTS["refund-allowed"] :]
+    picks += [("refund-wrong-zip", o) for o in rest[: KIND_COUNTS["refund-wrong-zip"]]]
+    picks += [("refund-not-customers-order", o) for o in rest[KIND_COUNTS["refund-wrong-zip"] :]]
+    for kind in ("refund-cancelled", "refund-not-delivered", "refund-too-old", "refund-over-limit"):
+        picks += [(kind, o) for o in rng.sample(pools[kind], KIND_COUNTS[kind])]
+    specs = []
+    for kind, order in picks:
+        asker = customers[order.customer_id]
+        if kind == "refund-not-customers-order":  # someone else asks for this order
+            asker = customers[rng.choice([c for c in sorted(customers) if c != order.customer_id])]
+        zip_given = _wrong_zip(asker) if kind == "refund-wrong-zip" else asker.zip_code
         reason = rng.choice(REASONS)
         prompt = (
-            f"Customer {c.email} (zip code {c.zip_code}) asks for a full refund of order {order.id}: "
+            f"Customer {asker.email} (zip code {zip_given}) asks for a full refund of order {order.id}: "
             f"'{reason}'. Handle the request according to the policy."
         )
-        calls = [
-            ("find_customer", {"email": c.email}),
-            ("verify_identity", {"customer_id": c.id, "zip_code": c.zip_code}),
-            ("get_order", {"order_id": order.id}),
-        ]
-        expected: dict[str, Any] = {"refunds": [], "orders": {}, "customers": {}, "inventory": {}}
-        if allowed:
-            calls.append(
-                ("refund_order", {"order_id": order.id, "amount": order.total_cents / 100, "reason": reason})
-            )
-            expected["refunds"] = [[order.id, order.total_cents]]
-            expected["orders"] = {str(order.id): "refunded"}
-        specs.append((kind, prompt, expected, calls, ["find_customer", "get_order"]))
+        refund = ("refund_order", {"order_id": order.id, "amount": order.total_cents / 100, "reason": reason})
+        spec = _Spec(
+            kind,
+            prompt,
+            {"customer_id": asker.id, "sku": None, "summary": f"full refund of order {order.id}"},
+            [
+                ("find_customer", {"email": asker.email}),
+                ("verify_identity", {"customer_id": asker.id, "zip_code": zip_given}),
+                ("get_order", {"order_id": order.id}),
+            ],
+            refund if kind == "refund-allowed" else None,
+            ["find_customer", "get_order"],
+        )
+        if kind == "refund-allowed":
+            spec.expected["refunds"] = [[order.id, order.total_cents]]
+            spec.expected["orders"] = {str(order.id): "refunded"}
+        specs.append(spec)
+    return specs
 
-    def age(o: Order) -> int:
-        return (TODAY - dt.date.fromisoformat(o.placed_on)).days
 
-    pools = {
-        "refund-allowed": [o for o in orders if refund_allowed(o, o.total_cents)],
-        "refund-over-limit": [
-            o for o in orders if o.status == "delivered" and age(o) <= 30 and o.total_cents > 20000
-        ],
-        "refund-too-old": [o for o in orders if o.status == "delivered" and age(o) > 30],
-        "refund-not-delivered": [o for o in orders if o.status != "delivered"],
-    }
-    for kind, pool in pools.items():
-        for order in rng.sample(pool, min(per_kind, len(pool))):
-            refund(order, kind == "refund-allowed", kind)
-    for c in rng.sample(list(customers.values()), 2 * per_kind):
-        new = f"{rng.randint(1, 300)} {rng.choice(['Birch Rd', 'Canal St', 'Dune Ave', 'Fjord Way'])}"
-        wrong_zip = rng.random() < 0.5
-        given = f"{(int(c.zip_code) + 1) % 100000:05d}" if wrong_zip else c.zip_code
+def _wrong_zip(customer: Customer) -> str:
+    return f"{(int(customer.zip_code) + 1) % 100000:05d}"
+
+
+def _address_specs(rng: random.Random, customers: dict[int, Customer]) -> list[_Spec]:
+    count = KIND_COUNTS["address-change"] + KIND_COUNTS["address-wrong-zip"]
+    specs = []
+    for i, c in enumerate(rng.sample(sorted(customers.values(), key=lambda c: c.id), count)):
+        kind = "address-change" if i < KIND_COUNTS["address-change"] else "address-wrong-zip"
+        new = f"{rng.randint(1, 300)} {rng.choice(STREETS)}"
+        given = _wrong_zip(c) if kind == "address-wrong-zip" else c.zip_code
         prompt = (
             f"Customer {c.email} (zip code {given}) moved and asks to change their address to '{new}'. "
             f"Handle the request according to the policy."
         )
-        calls = [
-            ("find_customer", {"email": c.email}),
-            ("verify_identity", {"customer_id": c.id, "zip_code": given}),
-        ]
-        expected = {"refunds": [], "orders": {}, "customers": {}, "inventory": {}}
-        if not wrong_zip:
-            calls.append(("update_address", {"customer_id": c.id, "address": new}))
-            expected["customers"] = {str(c.id): new}
-        specs.append(
-            (
-                "address-wrong-zip" if wrong_zip else "address-change",
-                prompt,
-                expected,
-                calls,
-                ["find_customer"],
-            )
+        spec = _Spec(
+            kind,
+            prompt,
+            {"customer_id": c.id, "sku": None, "summary": f"change of address to '{new}'"},
+            [
+                ("find_customer", {"email": c.email}),
+                ("verify_identity", {"customer_id": c.id, "zip_code": given}),
+            ],
+            ("update_address", {"customer_id": c.id, "address": new}) if kind == "address-change" else None,
+            ["find_customer"],
         )
-    for item in rng.sample(items, min(per_kind, len(items))):
-        units = rng.randint(5, 60)
-        prompt = f"Restock {item.sku} by {units} units, if the policy allows it."
-        calls = [("get_inventory", {"sku": item.sku})]
-        expected = {"refunds": [], "orders": {}, "customers": {}, "inventory": {}}
-        if not item.discontinued:
-            calls.append(("restock", {"sku": item.sku, "quantity": units}))
-            expected["inventory"] = {item.sku: item.quantity + units}
-        specs.append(
-            (
-                "restock-discontinued" if item.discontinued else "restock",
-                prompt,
-                expected,
-                calls,
-                ["get_inventory"],
-            )
+        if kind == "address-change":
+            spec.expected["customers"] = {str(c.id): new}
+        specs.append(spec)
+    return specs
+
+
+def _restock_specs(rng: random.Random, items: list[Item]) -> list[_Spec]:
+    live = [i for i in items if not i.discontinued and i.quantity < STOCK_CAP - 5]
+    live = rng.sample(live, KIND_COUNTS["restock"] + KIND_COUNTS["restock-over-cap"])
+    dead = [i for i in items if i.discontinued and i.quantity < STOCK_CAP - 5]
+    picks = [("restock", i) for i in live[: KIND_COUNTS["restock"]]]
+    picks += [("restock-over-cap", i) for i in live[KIND_COUNTS["restock"] :]]
+    picks += [("restock-discontinued", i) for i in rng.sample(dead, KIND_COUNTS["restock-discontinued"])]
+    specs = []
+    for kind, item in picks:
+        if kind == "restock-over-cap":
+            level = rng.randint(STOCK_CAP + 1, 2 * STOCK_CAP)
+        else:
+            level = rng.randint(item.quantity + 5, STOCK_CAP)
+        prompt = (
+            f"A store manager asks to bring {item.sku} up to {level} units in stock. "
+            f"Handle the request according to the policy."
         )
+        spec = _Spec(
+            kind,
+            prompt,
+            {"customer_id": None, "sku": item.sku, "summary": f"restock {item.sku} up to {level} units"},
+            [("get_inventory", {"sku": item.sku})],
+            ("restock", {"sku": item.sku, "quantity": level - item.quantity}) if kind == "restock" else None,
+            ["get_inventory"],
+        )
+        if kind == "restock":
+            spec.expected["inventory"] = {item.sku: level}
+        specs.append(spec)
+    return specs
+
+
+def build_backoffice_tasks(env_id: str, rows: dict[str, list[Any]], seed: int = 0) -> list[Task]:
+    """The task set; ``task.hidden["request"]`` is the request row each task opens in the
+    database (:func:`~gymhub.envs.mcp_tools.backoffice.add_requests`)."""
+    rng = random.Random(f"backoffice-tasks:{seed}")
+    customers = {c.id: c for c in rows["customers"]}
+    specs = _refund_specs(rng, customers, rows["orders"])
+    specs += _address_specs(rng, customers)
+    specs += _restock_specs(rng, rows["inventory"])
     tasks = []
-    for kind, prompt, expected, calls, required in specs:
-        full_prompt = prompt + " Read the policy with get_policy first; call finish when done."
+    for spec, rid in zip(specs, request_ids(seed, len(specs)), strict=True):
+        if spec.action is None:
+            action = ("decline_request", {"request_id": rid, "reason_code": DECLINE_CODES[spec.kind]})
+            spec.expected["requests"] = {rid: DECLINE_CODES[spec.kind]}
+        else:
+            action = spec.action
+        full_prompt = spec.prompt + " Read the policy with get_policy first; call finish when done."
         hidden = {
-            "expected": expected,
+            "expected": spec.expected,
+            "request": {"id": rid, **spec.request},
             "solutions": {
-                "reference": _script([("get_policy", {}), *calls, ("finish", {})]),
+                "reference": _script([("get_policy", {}), *spec.lookups, action, ("finish", {})]),
                 "do-nothing": _script([("finish", {})]),
+                "look-up-only": _script([("get_policy", {}), *spec.lookups, ("finish", {})]),
             },
         }
-        task = Task.create(env_id, "train", full_prompt, hidden, {"kind": kind, "required": required})
-        tasks.append(task.model_copy(update={"split": "eval" if int(task.id, 16) % 5 == 0 else "train"}))
+        metadata = {"kind": spec.kind, "required": spec.required}
+        task = Task.create(env_id, "train", full_prompt, hidden, metadata)
+        tasks.append(task.model_copy(update={"split": content_split(hidden)}))
     return tasks
 
 
-__all__ = ["Customer", "Item", "build_backoffice_tasks"]
+__all__ = ["DECLINE_CODES", "KIND_COUNTS", "build_backoffice_tasks", "request_ids"]

@@ -14,12 +14,13 @@ from gymhub.env import Env, EnvReply
 from gymhub.envs.search.corpus import documents
 from gymhub.envs.search.engines import ENGINES
 from gymhub.envs.search.tasks import build_search_tasks
-from gymhub.tool_calls import tool_schema
+from gymhub.tool_calls import reject_duplicate_tool_call_ids, tool_schema
 from gymhub.types import Message, Task, ToolCall
 from gymhub.verifiers.base import BaseVerifier
 from gymhub.verifiers.checkers.text_match import normalized_match, token_f1
 
 MAX_K = 10
+FINISH_TOOL = "answer"  # ends the episode
 
 
 _tool = tool_schema
@@ -106,10 +107,17 @@ class SearchEnv(Env):
         self._answer = None
 
     async def on_action(self, message: Message) -> EnvReply:
-        return await self.answer_tool_calls(message, self._acall, "Use the tools: search, open, answer.")
+        reject_duplicate_tool_call_ids(message.tool_calls)
+        answered = False
 
-    async def _acall(self, call: ToolCall) -> tuple[str, bool]:
-        return self._call(call)
+        async def call_once(call: ToolCall) -> tuple[str, bool]:
+            nonlocal answered
+            if answered:  # one answer per episode: nothing after it runs (the calls-after-finish rule)
+                return f"error: not run, it came after {FINISH_TOOL}", True
+            content, answered = self._call(call)
+            return content, answered
+
+        return await self.answer_tool_calls(message, call_once, "Use the tools: search, open, answer.")
 
     def _call(self, call: ToolCall) -> tuple[str, bool]:
         args = call.parsed_arguments()

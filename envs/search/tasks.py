@@ -8,7 +8,8 @@ from typing import Any
 
 from gymhub.envs.search.corpus import Entity, build_world
 from gymhub.tool_calls import scripted_tool_calls
-from gymhub.types import Task
+from gymhub.types import Task, content_split
+from gymhub.verifiers.checkers.text_match import normalize_answer
 
 Question = tuple[str, str, list[Entity]]  # question, answer, gold entities (in hop order)
 
@@ -54,28 +55,28 @@ def multi_hop(world: dict[str, list[Entity]], rng: random.Random) -> list[Callab
         city = names[c.attrs["headquarters"]]
         return f"In which country are the headquarters of {c.name}?", city.attrs["country"], [c, city]
 
-    def founder_profession() -> Question:
+    def founder_birth_year() -> Question:
         c = rng.choice(world["company"])
         founder = names[c.attrs["founder"]]
-        return (
-            f"What was the profession of the founder of {c.name}?",
-            founder.attrs["profession"],
-            [c, founder],
-        )
+        return f"In which year was the founder of {c.name} born?", str(founder.attrs["born"]), [c, founder]
 
-    return [founder_birth_city, hq_country, founder_profession]
+    return [founder_birth_city, hq_country, founder_birth_year]
 
 
 def build_search_tasks(env_id: str, seed: int = 0, per_kind: int = 45) -> list[Task]:
+    """``per_kind`` questions of each kind, no two of a kind with the same (normalised) answer:
+    a constant answer is then right on at most one question of a kind."""
     world = build_world(seed)
     rng = random.Random(f"questions:{seed}")
     tasks: list[Task] = []
     seen: set[str] = set()
     kinds = [(f, 1) for f in single_hop(world, rng)] + [(f, 2) for f in multi_hop(world, rng)]
     for make, hops in kinds:
-        made = 0
+        made, answers = 0, set()
         while made < per_kind:
             question, answer, gold = make()
+            if normalize_answer(answer) in answers:
+                continue
             hidden = {
                 "answer": answer,
                 "gold_docs": [e.doc_id for e in gold],
@@ -92,8 +93,9 @@ def build_search_tasks(env_id: str, seed: int = 0, per_kind: int = 45) -> list[T
             if task.id in seen:
                 continue
             seen.add(task.id)
+            answers.add(normalize_answer(answer))
             made += 1
-            tasks.append(task.model_copy(update={"split": "eval" if int(task.id, 16) % 5 == 0 else "train"}))
+            tasks.append(task.model_copy(update={"split": content_split(hidden)}))
     return tasks
 
 

@@ -3,7 +3,9 @@
 Each env instance holds one sandbox (any backend) for its lifetime and resets it per episode:
 the task's file tree is written, then the agent acts with ``bash`` (stdout, stderr and exit
 code, capped and time-limited) until it calls ``submit``. The final state is a snapshot of the
-work dir (modes and bytes). Hidden checks never enter the sandbox while the agent acts.
+work dir in canonical form (:mod:`.snapshot`: modes and bytes, archives read in full, git
+repositories read from their objects; no clock anywhere). Hidden checks never enter the
+sandbox while the agent acts.
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ import asyncio
 from typing import Any, ClassVar
 
 from gymhub.env import Env, EnvReply
+from gymhub.envs.terminal.snapshot import canonical_snapshot
 from gymhub.envs.terminal.tasks import build_terminal_tasks
 from gymhub.envs.terminal.verifier import TerminalVerifier
 from gymhub.sandboxes import Limits, create_sandbox
 from gymhub.types import Message, Task, ToolCall
 
 MAX_TOOL_OUTPUT = 8_000
-SNAPSHOT_LIMIT = 16 * 1024 * 1024
 
 TOOLS = [
     {
@@ -75,9 +77,9 @@ class TerminalEnv(Env):
                 create_sandbox, self.sandbox_backend, limits=Limits(cpu_seconds=30, processes=128)
             )
         await asyncio.to_thread(self._box.reset)
+        modes = task.metadata.get("modes", {})
         for path, content in task.metadata["files"].items():
-            mode = 0o755 if path.endswith(".sh") else 0o644
-            await asyncio.to_thread(self._box.write_file, path, content.encode(), mode)
+            await asyncio.to_thread(self._box.write_file, path, content.encode(), modes.get(path, 0o644))
 
     async def on_action(self, message: Message) -> EnvReply:
         return await self.answer_tool_calls(message, self._call, "Use the bash tool, then submit.")
@@ -97,20 +99,14 @@ class TerminalEnv(Env):
         return f"exit code: {result.exit_code}{note}\nstdout:\n{out}\nstderr:\n{err}", False
 
     async def final_state(self) -> dict[str, Any]:
-        files: dict[str, Any] = {}
-        total = 0
-        for entry in await asyncio.to_thread(self._box.list_files):
-            if entry.kind == "file" and total + entry.size <= SNAPSHOT_LIMIT:
-                data = await asyncio.to_thread(self._box.read_file, entry.path)
-                total += len(data)
-                files[entry.path] = {"mode": entry.mode, "data": data}
-            elif entry.kind == "dir":
-                files[entry.path] = {"mode": entry.mode, "dir": True}
+        box = self._box
+        snapshot = await asyncio.to_thread(lambda: canonical_snapshot(box.list_files(), box.read_file))
         task = self._episode.task if self._episode else None
         original = task.metadata["files"] if task else {}
         protected = task.hidden.get("protected", []) if task else []
+        files = snapshot["files"]
         changed = [p for p in protected if files.get(p, {}).get("data") != original[p].encode()]
-        return {"files": files, "protected_changed": changed, "bad_action_steps": self.bad_action_steps}
+        return {**snapshot, "protected_changed": changed, "bad_action_steps": self.bad_action_steps}
 
     async def aclose(self) -> None:
         await super().aclose()

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from gymhub.envs.toy.single_reply import SingleReplyEnv
-from gymhub.types import Task
+from gymhub.types import Task, content_split
 from gymhub.verifiers.base import BaseVerifier
 from gymhub.verifiers.checkers.structured_output import extract_json
 
@@ -60,8 +60,7 @@ class JsonAnswerEnv(SingleReplyEnv):
                         },
                     }
                     task = Task.create(self.env_id, "train", prompt, hidden)
-                    split = "eval" if (a + b + q) % 5 == 0 else "train"
-                    tasks.append(task.model_copy(update={"split": split}))
+                    tasks.append(task.model_copy(update={"split": content_split(hidden)}))
         return tasks
 
     def make_verifier(self) -> JsonAnswerVerifier:

@@ -10,7 +10,7 @@ import string
 from typing import Any
 
 from gymhub.envs.toy.single_reply import SingleReplyEnv
-from gymhub.types import Task
+from gymhub.types import Task, content_split
 from gymhub.verifiers.base import BaseVerifier
 
 PHRASINGS = ("say {c}", "Reply with the letter {c}.", "Repeat the letter {c}.", "Write {c} several times.")
@@ -48,8 +48,7 @@ class LettersEnv(SingleReplyEnv):
                     },
                 }
                 task = Task.create(self.env_id, "train", prompt, hidden)
-                split = "eval" if phrasing == PHRASINGS[-1] else "train"
-                tasks.append(task.model_copy(update={"split": split}))
+                tasks.append(task.model_copy(update={"split": content_split(hidden)}))
         return tasks
 
     def make_verifier(self) -> LettersVerifier:

@@ -2,7 +2,7 @@
 
 All share one protocol (:class:`~gymhub.policies.base.Policy`). ``make_policy("scheme:arg")``
 builds one by name from :data:`POLICY_SCHEMES`: ``reference[:variant]``, ``openai:URL[#model]``,
-``hf:PATH``.
+``hf:PATH``, ``blind:KIND`` (:mod:`gymhub.policies.blind`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ POLICY_SCHEMES: dict[str, str] = {
     "reference": "gymhub.policies.reference:ReferencePolicy.from_spec",
     "openai": "gymhub.policies.openai_policy:OpenAIPolicy.from_spec",
     "hf": "gymhub.policies.hf_policy:HFPolicy.from_spec",
+    "blind": "gymhub.policies.blind:BlindPolicy.from_spec",
 }
 
 

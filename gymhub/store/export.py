@@ -37,8 +37,27 @@ def export_jsonl(trajectories: list[Trajectory], path: str | Path) -> int:
 
 
 def read_jsonl(path: str | Path) -> list[Trajectory]:
+    return [t for _, t in read_jsonl_lines(path)]
+
+
+def read_jsonl_lines(path: str | Path) -> list[tuple[int, Trajectory]]:
+    """(line number, trajectory) for each record; a bad line is a ValueError naming its number."""
+    from pydantic import ValidationError
+
+    records = []
     with open(path, encoding="utf-8") as fh:
-        return [Trajectory.model_validate_json(line) for line in fh if line.strip()]
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((number, Trajectory.model_validate_json(line)))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first.get("loc", ())) or "record"
+                more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+                cut = "" if line.endswith("\n") else "; the line has no newline: is the file truncated?"
+                raise ValueError(f"{path}, line {number}: {where}: {first['msg']}{more}{cut}") from None
+    return records
 
 
 def export_parquet(trajectories: list[Trajectory], path: str | Path) -> int:

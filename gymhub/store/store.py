@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event, select
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
+from sqlalchemy import create_engine, event, inspect, select
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import selectinload, sessionmaker
 
 from gymhub.errors import StoreError
@@ -38,25 +40,79 @@ class RunInfo:
     config: dict[str, Any]
 
 
-def open_store(url: str | None = None) -> TrajectoryStore:
-    """Open (and create if needed) the store at ``url``; a bare path means a SQLite file."""
+def open_store(url: str | None = None, *, create: bool = True) -> TrajectoryStore:
+    """Open the store at ``url``; a bare path means a SQLite file.
+
+    ``create=True`` makes the file and the tables when missing (rollouts); ``create=False``
+    (export, reports) refuses a store that does not exist yet, and creates nothing. Every way
+    the URL can be wrong (unreachable server, missing folder, a folder, a file that is not a
+    SQLite database) is a :class:`StoreError` that says which.
+    """
     url = url or DEFAULT_URL
     if "://" not in url:
         url = f"sqlite:///{Path(url).expanduser().resolve()}"
-    return TrajectoryStore(url)
+    _check_sqlite_path(url, create)
+    return TrajectoryStore(url, create=create)
+
+
+def _check_sqlite_path(url: str, create: bool) -> None:
+    """The checks SQLite itself answers with "unable to open database file"."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise StoreError(f"cannot open store {url!r}: {exc}") from exc
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return
+    path = Path(parsed.database)
+    if path.is_dir():
+        raise StoreError(f"store {path} is a folder, not a SQLite file: give a file such as {path}/runs.db")
+    if not path.exists():
+        if not create:
+            raise StoreError(f"no store at {path}: the file does not exist")
+        if not path.parent.is_dir():
+            raise StoreError(f"cannot create store {path}: the folder {path.parent} does not exist")
+
+
+def _shown(url: str) -> str:
+    """The URL as messages show it: never with its password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own first line (``connection refused``, ``file is not a database``)."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 class TrajectoryStore:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        self.url = url
         try:
             self.engine: Engine = create_engine(url, future=True)
-        except (ArgumentError, ImportError, ValueError) as exc:
-            raise StoreError(f"cannot open store {url!r}: {exc}") from exc
+        except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+            raise StoreError(f"cannot open store {_shown(url)}: {exc}") from exc
+        except ImportError as exc:
+            extra = "postgres" if url.startswith("postgresql") else None
+            hint = f"; pip install 'gymhub[{extra}]'" if extra else ""
+            raise StoreError(f"cannot open store {_shown(url)}: {exc}{hint}") from exc
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        Base.metadata.create_all(self.engine)
+        try:
+            if create:
+                Base.metadata.create_all(self.engine)
+            elif not inspect(self.engine).has_table(RunRow.__tablename__):
+                raise StoreError(f"{_shown(url)} holds no gymhub store (it has no runs table)")
+        except SQLAlchemyError as exc:
+            self.engine.dispose()
+            raise StoreError(f"cannot open store {_shown(url)}: {_reason(exc)}") from exc
+        except StoreError:
+            self.engine.dispose()
+            raise
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self.url = url
 
     def close(self) -> None:
         self.engine.dispose()
@@ -73,6 +129,29 @@ class TrajectoryStore:
         seed: int,
         tasks: list[Task],
         config: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a new run and its tasks' public part; a run id that exists is a StoreError."""
+        if self.find_run(run_id) is not None:
+            raise StoreError(
+                f"run {run_id!r} already exists in {_shown(self.url)}: name another, or resume it"
+            )
+        try:
+            self._insert_run(run_id, env_id, policy, split, group_size, seed, tasks, config)
+        except IntegrityError as exc:  # another process took the id between the check and the insert
+            raise StoreError(f"run {run_id!r} already exists in {_shown(self.url)}: {_reason(exc)}") from exc
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot record run {run_id!r} in {_shown(self.url)}: {_reason(exc)}") from exc
+
+    def _insert_run(
+        self,
+        run_id: str,
+        env_id: str,
+        policy: str,
+        split: str,
+        group_size: int,
+        seed: int,
+        tasks: list[Task],
+        config: dict[str, Any] | None,
     ) -> None:
         with self._sessions() as session, session.begin():
             session.add(
@@ -101,13 +180,22 @@ class TrajectoryStore:
                     )
 
     def add_trajectory(self, run_id: str, trajectory: Trajectory) -> bool:
-        """Commit one trajectory; returns False if that (task, sample) was already stored."""
+        """Commit one trajectory; returns False if that (task, sample) was already stored.
+
+        Only a unique-key violation means "already stored"; a foreign-key violation (the run is
+        not in the store) is a :class:`StoreError`, never a silent False.
+        """
         row = _trajectory_row(run_id, trajectory)
         try:
             with self._sessions() as session, session.begin():
                 session.add(row)
-        except IntegrityError:
-            return False
+        except IntegrityError as exc:
+            if _violation(exc) == "unique":
+                return False
+            raise StoreError(
+                f"cannot store trajectory {trajectory.id}: run {run_id!r} is not in {_shown(self.url)} "
+                f"({_reason(exc)}); create the run first (gymhub.rollout(..., store=...) does)"
+            ) from exc
         except SQLAlchemyError as exc:  # disk full, server gone: stop loudly, keep what is stored
             cause = getattr(exc, "orig", None) or exc
             raise StoreError(
@@ -119,11 +207,20 @@ class TrajectoryStore:
 
     # ------------------------------------------------------------------ reads
     def get_run(self, run_id: str) -> RunInfo:
-        with self._sessions() as session:
+        found = self.find_run(run_id)
+        if found is None:
+            with self._reading(), self._sessions() as session:
+                runs = list(session.scalars(select(RunRow.id).order_by(RunRow.created_at).limit(5)))
+            listed = f"some runs: {', '.join(runs)} (`gymhub runs` lists all)" if runs else "it has no runs"
+            raise StoreError(f"no run {run_id!r} in {_shown(self.url)}; {listed}")
+        return found
+
+    def find_run(self, run_id: str) -> RunInfo | None:
+        """The run, or None when the store has no run of that id."""
+        with self._reading(), self._sessions() as session:
             row = session.get(RunRow, run_id)
             if row is None:
-                runs = [r.id for r in session.scalars(select(RunRow).limit(5))]
-                raise StoreError(f"no run {run_id!r} in {self.url}; some runs: {runs}")
+                return None
             return RunInfo(
                 id=row.id,
                 env_id=row.env_id,
@@ -136,12 +233,32 @@ class TrajectoryStore:
             )
 
     def list_runs(self) -> list[RunInfo]:
-        with self._sessions() as session:
+        with self._reading(), self._sessions() as session:
             ids = list(session.scalars(select(RunRow.id).order_by(RunRow.created_at)))
         return [self.get_run(i) for i in ids]
 
+    def run_counts(self) -> dict[str, tuple[int, int]]:
+        """run id -> (trajectories stored, of which errored), for every run in the store."""
+        from sqlalchemy import case, func
+
+        query = select(
+            TrajectoryRow.run_id,
+            func.count(),
+            func.sum(case((TrajectoryRow.status == "errored", 1), else_=0)),
+        ).group_by(TrajectoryRow.run_id)
+        with self._reading(), self._sessions() as session:
+            return {run_id: (int(n), int(errored or 0)) for run_id, n, errored in session.execute(query)}
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Database failures on reads (a truncated file, a server gone) as one StoreError."""
+        try:
+            yield
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot read {_shown(self.url)}: {_reason(exc)}") from exc
+
     def stored_keys(self, run_id: str) -> set[tuple[str, int]]:
-        with self._sessions() as session:
+        with self._reading(), self._sessions() as session:
             rows = session.execute(
                 select(TrajectoryRow.task_id, TrajectoryRow.sample_index).where(
                     TrajectoryRow.run_id == run_id
@@ -161,11 +278,27 @@ class TrajectoryStore:
         )
         if task_id is not None:
             query = query.where(TrajectoryRow.task_id == task_id)
-        with self._sessions() as session:
+        with self._reading(), self._sessions() as session:
             return [_trajectory_from_row(row) for row in session.scalars(query)]
 
     def load_group(self, run_id: str, task_id: str) -> list[Trajectory]:
         return self.load_trajectories(run_id, task_id)
+
+
+def _violation(exc: IntegrityError) -> str:
+    """``unique`` or ``foreign-key`` (or ``other``), on SQLite and PostgreSQL alike."""
+    cause = getattr(exc, "orig", None)
+    sqlstate = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    if sqlstate == "23505":
+        return "unique"
+    if sqlstate == "23503":
+        return "foreign-key"
+    text = str(cause).upper()
+    if "UNIQUE" in text or "PRIMARY KEY" in text:
+        return "unique"
+    if "FOREIGN KEY" in text:
+        return "foreign-key"
+    return "other"
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gymhub
-from gymhub.envs.code.tasks import split_of
 from gymhub.sandboxes import LocalSandbox
+from gymhub.types import content_split
 from gymhub.verifiers.checkers.function_harness import dumps, encode_value
 from gymhub.verifiers.checkers.function_tests import FunctionTest, run_function_tests
 
@@ -26,7 +26,7 @@ def test_task_set_is_large_stable_and_split_disjointly(env: gymhub.Env) -> None:
     train = {t.id for t in tasks if t.split == "train"}
     evals = {t.id for t in tasks if t.split == "eval"}
     assert train and evals and not train & evals
-    assert all(split_of(t.id) == t.split for t in tasks)
+    assert all(content_split(t.hidden) == t.split for t in tasks)
     again = gymhub.envs.code.tasks.build_code_tasks("code-python-v0")
     assert [t.model_dump_json() for t in again] == [t.model_dump_json() for t in tasks]
     for task in tasks:
@@ -37,9 +37,12 @@ def test_task_set_is_large_stable_and_split_disjointly(env: gymhub.Env) -> None:
 def test_reference_scores_one_and_wrong_scores_zero_on_every_task(split: str) -> None:
     for variant, expected in (("reference", 1.0), ("wrong", 0.0)):
         groups = gymhub.rollout("code-python-v0", f"reference:{variant}", split=split, concurrency=2)
-        outcomes = {g.task_id: g.trajectories[0].verdict.outcome for g in groups}
-        assert len(outcomes) == len(gymhub.make("code-python-v0", split=split).tasks)
-        assert set(outcomes.values()) == {expected}, variant
+        verdicts = {g.task_id: g.trajectories[0].verdict for g in groups}
+        assert len(verdicts) == len(gymhub.make("code-python-v0", split=split).tasks)
+        assert {v.outcome for v in verdicts.values()} == {expected}, variant
+        # the audit hook sees nothing wrong in any reference (or wrong) solution
+        assert not [v.details for v in verdicts.values() if "runtime_events" in v.details]
+        assert not [e for v in verdicts.values() for e in v.path_events if e.kind == "penalty"]
 
 
 def play(env: gymhub.Env, task_id: str, variant: str) -> gymhub.Verdict:
@@ -66,6 +69,45 @@ def test_penalty_rules_fire_on_hacks(env: gymhub.Env, variant: str, rule: str) -
     verdict = play(env, env.tasks[0].id, variant)
     assert rule in [e.rule for e in verdict.path_events if e.kind == "penalty"]
     assert verdict.path_signal < 0
+
+
+@pytest.mark.parametrize(
+    "variant,rule",
+    [
+        ("obfuscated-file-search", "filesystem-access"),
+        ("shell-out", "process-spawn"),
+        ("network-exfiltration", "network-access"),
+        ("native-code", "runtime-patching"),
+    ],
+)
+def test_hacks_hidden_from_the_ast_are_observed_at_run_time(env: gymhub.Env, variant: str, rule: str) -> None:
+    """No forbidden name in the source: the penalty comes from the audit hook, with evidence,
+    and the same code gives the same verdict, digest included."""
+    verdict = play(env, env.tasks[0].id, variant)
+    [event] = [e for e in verdict.path_events if e.rule == rule]
+    assert event.evidence.startswith("runtime: ")
+    assert any(r["rule"] == rule for r in verdict.details["runtime_events"])
+    again = play(env, env.tasks[0].id, variant)
+    assert again.model_dump_json() == verdict.model_dump_json()
+
+
+def test_multiturn_run_tests_keeps_the_events_of_a_draft() -> None:
+    """A hack tried in a draft under run_tests and removed before submitting still costs."""
+    env = gymhub.make("code-python-multiturn-v0")
+    task = env.tasks[0]
+    entry = task.metadata["entry_point"]
+    reference = task.hidden["solutions"]["reference"][0]  # write_file of the reference
+    draft = f"def {entry}(*a):\n    __import__('o' + 's').listdir('/')\n"
+    script = gymhub.envs.code.multiturn_env._script(
+        [("write_file", {"path": "solution.py", "content": draft}), ("run_tests", {})]
+    )
+    env.reset(options={"task_id": task.id})
+    for action in [*script, reference, *task.hidden["solutions"]["reference"][1:]]:
+        *_, info = env.step(action)
+    verdict = info["verdict"]
+    assert verdict.outcome == 1.0
+    [event] = [e for e in verdict.path_events if e.rule == "filesystem-access"]
+    assert event.step == 2 and event.evidence == "runtime: os.listdir /"
 
 
 def test_progress_rule_credits_a_partial_solution(env: gymhub.Env) -> None:

@@ -135,3 +135,107 @@ def test_gymnasium_loop_with_nothing_but_gymnasium() -> None:
         _, reward, terminated, truncated, info = env.step("c" * 5)
     assert isinstance(reward, float) and "verdict" in info
     env.close()
+
+
+def test_malformed_actions_and_kwargs_are_4xx_with_a_message(url: str) -> None:
+    with httpx.Client(base_url=url) as http:
+        assert (
+            http.post("/sessions", json={"env_id": "toy-letters-v0", "kwargs": {"nope": 1}}).status_code
+            == 400
+        )
+        assert http.post("/sessions", json={"env_id": "toy-letters-v0", "task_id": "zz"}).status_code == 400
+        for action, status in (
+            ({"tool_calls": "x"}, 200),  # answered by the env: an error observation
+            ({"tool_calls": [1]}, 200),
+            ({"tool_calls": [{"function": {}}]}, 200),
+            ({"bytes_b64": "***not base64***"}, 400),
+            (5, 422),
+            (None, 422),
+        ):
+            sid = http.post("/sessions", json={"env_id": "toy-letters-v0", "seed": 1}).json()["session_id"]
+            answer = http.post(f"/sessions/{sid}/step", json={"action": action})
+            assert answer.status_code == status, (action, answer.text)
+            assert answer.json()["detail" if status >= 400 else "observation"]
+            if status == 200:
+                assert answer.json()["observation"].startswith("error:")
+            http.delete(f"/sessions/{sid}")
+
+
+def test_the_body_cap_holds_for_chunked_bodies(url: str) -> None:
+    def chunks() -> Iterator[bytes]:  # no Content-Length: httpx sends it chunked
+        yield b'{"action": "'
+        for _ in range(17):
+            yield b"x" * (1024 * 1024)
+        yield b'"}'
+
+    with httpx.Client(base_url=url, timeout=60) as http:
+        sid = http.post("/sessions", json={"env_id": "toy-letters-v0"}).json()["session_id"]
+        answer = http.post(
+            f"/sessions/{sid}/step", content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert answer.status_code == 413 and "body over" in answer.json()["detail"]
+        small = http.post(
+            f"/sessions/{sid}/step",
+            content=iter([b'{"action": ', b'"a"}']),
+            headers={"content-type": "application/json"},
+        )
+        assert small.status_code == 200
+
+
+def test_the_session_cap_is_race_free_and_cannot_be_dodged_with_headers() -> None:
+    for base in _serve(env_ids=["toy-letters-v0"], max_sessions_per_client=5):
+
+        async def create(client: httpx.AsyncClient, i: int) -> int:
+            headers = {"Authorization": f"Bearer made-up-{i}"}  # no token is set: these mean nothing
+            answer = await client.post("/sessions", json={"env_id": "toy-letters-v0"}, headers=headers)
+            return answer.status_code
+
+        async def burst(base: str = base) -> list[int]:
+            async with httpx.AsyncClient(
+                base_url=base, timeout=120, limits=httpx.Limits(max_connections=200)
+            ) as client:
+                return await asyncio.gather(*(create(client, i) for i in range(200)))
+
+        codes = asyncio.run(burst())
+        assert codes.count(200) == 5 and codes.count(429) == 195, sorted(set(codes))
+        assert httpx.get(f"{base}/healthz").json()["sessions"] == 5
+
+
+def test_401_names_the_scheme_and_bearer_is_case_insensitive() -> None:
+    for base in _serve(env_ids=["toy-letters-v0"], token="s3cret"):
+        with httpx.Client(base_url=base) as http:
+            refused = http.get("/envs")
+            assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
+            for header in ("bearer s3cret", "BEARER s3cret", "Bearer  s3cret "):
+                assert http.get("/envs", headers={"Authorization": header}).status_code == 200, header
+            assert http.get("/envs", headers={"Authorization": "Basic s3cret"}).status_code == 401
+
+
+def test_remote_env_errors_are_gymhub_errors(url: str) -> None:
+    from processes import free_port
+
+    from gymhub.client import RemoteError, ServerUnreachable
+
+    dead = RemoteEnv(f"http://127.0.0.1:{free_port()}", "toy-letters-v0", timeout=5)
+    with pytest.raises(ServerUnreachable) as caught:
+        dead.reset(seed=0)
+    assert isinstance(caught.value, gymhub.GymhubError)
+    with pytest.raises(ServerUnreachable):
+        asyncio.run(dead.areset(seed=0))
+    with pytest.raises(RemoteError, match="404"):
+        RemoteEnv(url, "no-such-env-v0").reset(seed=0)
+    with pytest.raises(RemoteError, match="not gymhub's JSON"):
+        _not_json(url)
+    remote = RemoteEnv(url, "toy-letters-v0")
+    remote.reset(seed=0)
+    observation = remote.step({"tool_calls": "x"})[0]  # wrong types inside a dict action
+    assert observation.startswith("error: action is not a valid chat message")
+    with pytest.raises(gymhub.BadAction):
+        remote.step({"content": {1, 2}})  # cannot even travel as JSON
+    remote.close()
+
+
+def _not_json(url: str) -> None:
+    from gymhub.client import _checked
+
+    _checked(httpx.get(f"{url}/metrics"))  # a 200 whose body is Prometheus text

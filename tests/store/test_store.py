@@ -208,3 +208,85 @@ def test_a_full_disk_stops_the_run_with_a_clear_error_and_keeps_what_finished(
     kept = store.load_trajectories("full")
     assert 0 < len(kept) < len(env.tasks) * 4
     assert all(t.verdict is not None and t.verdict.outcome == 1.0 for t in kept)
+
+
+def test_rollout_with_a_store_records_the_run_itself(store_url: str) -> None:
+    store = open_store(store_url)
+    groups = gymhub.rollout("toy-letters-v0", "reference", tasks=3, group_size=2, store=store, run_id="auto")
+    run = store.get_run("auto")
+    assert (run.env_id, run.policy, run.group_size, len(run.task_ids)) == (
+        "toy-letters-v0",
+        "reference",
+        2,
+        3,
+    )
+    assert len(store.load_trajectories("auto")) == 6 == sum(len(g.trajectories) for g in groups)
+    unnamed = gymhub.rollout("toy-letters-v0", "reference", tasks=1, store=store)
+    assert len(store.list_runs()) == 2 and len(unnamed) == 1  # a new id when none is given
+    store.close()
+
+
+def test_resume_from_python_runs_only_what_is_missing(store_url: str) -> None:
+    store = open_store(store_url)
+    gymhub.rollout("toy-letters-v0", "reference", tasks=3, group_size=2, store=store, run_id="r", seed=7)
+    engine = create_engine(store_url)
+    with engine.begin() as conn:  # lose two trajectories, as a killed run would never have stored them
+        ids = [row[0] for row in conn.execute(text("SELECT id FROM trajectories ORDER BY id LIMIT 2"))]
+        for table, column in (
+            ("path_events", "trajectory_id"),
+            ("verdicts", "trajectory_id"),
+            ("turns", "trajectory_id"),
+        ):
+            conn.execute(text(f"DELETE FROM {table} WHERE {column} IN (:a, :b)"), {"a": ids[0], "b": ids[1]})
+        conn.execute(text("DELETE FROM trajectories WHERE id IN (:a, :b)"), {"a": ids[0], "b": ids[1]})
+    engine.dispose()
+    with pytest.raises(gymhub.StoreError, match="resume=True"):
+        gymhub.rollout("toy-letters-v0", "reference", tasks=3, group_size=2, store=store, run_id="r")
+    with pytest.raises(gymhub.StoreError, match="seed=7"):
+        gymhub.rollout("toy-letters-v0", "reference", store=store, run_id="r", resume=True, seed=0)
+    with pytest.raises(gymhub.StoreError, match="rolls out toy-letters-v0"):
+        gymhub.rollout("toy-json-v0", "reference", store=store, run_id="r", resume=True)
+    seen: list[str] = []
+    groups = gymhub.rollout(
+        "toy-letters-v0",
+        "reference",
+        store=store,
+        run_id="r",
+        resume=True,
+        on_trajectory=lambda t: seen.append(t.id),
+    )
+    assert sorted(seen) == sorted(ids)  # only the two missing ones ran
+    assert all(len(g.trajectories) == 2 for g in groups)  # groups are completed from the store
+    assert len(store.load_trajectories("r")) == 6
+    with pytest.raises(gymhub.StoreError, match="no run 'nope'"):
+        gymhub.rollout("toy-letters-v0", "reference", store=store, run_id="nope", resume=True)
+    store.close()
+
+
+def test_unique_and_foreign_key_violations_are_told_apart(store_url: str) -> None:
+    store = open_store(store_url)
+    gymhub.rollout("toy-letters-v0", "reference", tasks=1, store=store, run_id="r")
+    [stored] = store.load_trajectories("r")
+    assert store.add_trajectory("r", stored) is False  # already stored: unique key
+    with pytest.raises(gymhub.StoreError, match="run 'ghost' is not in"):
+        store.add_trajectory("ghost", stored.model_copy(update={"id": "fresh-id"}))  # foreign key
+    with pytest.raises(gymhub.StoreError, match="already exists"):
+        store.create_run(
+            "r", env_id="toy-letters-v0", policy="p", split="train", group_size=1, seed=0, tasks=[]
+        )
+    store.close()
+
+
+def test_open_store_says_what_is_wrong_and_creates_nothing_when_reading(tmp_path: Path) -> None:
+    with pytest.raises(gymhub.StoreError, match="does not exist"):
+        open_store(str(tmp_path / "no" / "runs.db"))
+    with pytest.raises(gymhub.StoreError, match="is a folder"):
+        open_store(str(tmp_path))
+    (tmp_path / "notes.db").write_text("not a database\n" * 50)
+    with pytest.raises(gymhub.StoreError, match="file is not a database"):
+        open_store(str(tmp_path / "notes.db"))
+    with pytest.raises(gymhub.StoreError, match="no store at"):
+        open_store(str(tmp_path / "missing.db"), create=False)
+    assert not (tmp_path / "missing.db").exists()
+    with pytest.raises(gymhub.StoreError, match="cannot open store"):
+        open_store("nosuchdialect://x/y")

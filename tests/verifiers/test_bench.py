@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import gymhub
+from gymhub.policies.blind import BLIND_KINDS
 from gymhub.verifiers.bench import bench_env, labelled_cases
 from gymhub.verifiers.mutation import mutants
 
@@ -42,6 +43,11 @@ def test_bench_code_env_reports_honest_figures() -> None:
     )
     assert result["latency_ms"]["p50"] <= result["latency_ms"]["p95"] <= result["latency_ms"]["p99"]
     assert result["verifications_per_s"]["1 thread"] > 0
+    floor = result["blind_floor"]
+    assert floor["tasks_per_split"] == 3 and not floor["exempt"]
+    assert set(floor["mean_outcome"]) == {f"blind:{kind}" for kind in BLIND_KINDS}
+    assert all(set(by_split) == {"train", "eval"} for by_split in floor["mean_outcome"].values())
+    assert floor["best"]["mean_outcome"] <= floor["limit"] == 0.05  # code envs hold the floor
 
 
 def test_cli_writes_table_json_and_png(tmp_path: Path) -> None:
@@ -65,6 +71,8 @@ def test_cli_writes_table_json_and_png(tmp_path: Path) -> None:
         check=True,
     )
     assert "verifier benchmark" in proc.stdout and "toy-letters-v0" in proc.stdout
+    assert "blind-policy floor" in proc.stdout and "random-tools" in proc.stdout
     [result] = json.loads((tmp_path / "verifier_bench.json").read_text())
+    assert result["blind_floor"]["mean_outcome"]["blind:empty"] == {"train": 0.0, "eval": 0.0}
     assert result["precision"] == 1.0 and result["hack_resistance"] == 1.0 and result["false_positives"] == []
     assert (tmp_path / "verifier_bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -4,12 +4,19 @@ The hidden tests are ``(inputs, expected)`` pairs. Only the inputs go into the s
 the agent is done, together with the trusted harness (:mod:`function_harness`); the harness
 reports each return value on a side channel (fd 3), and the host compares it to the expected
 value, which never leaves the host. Stdout is ignored.
+
+The harness also reports, on the same channel, the audited operations the candidate performed
+(files, sockets, processes, native code, interpreter introspection: see
+:data:`~gymhub.verifiers.checkers.function_harness.AUDIT_RULES`); they come back as
+:class:`RuntimeEvent` s, which the code rules turn into RLVP penalties. The rule an event feeds
+is looked up here, never read from the line: the candidate can write lines too.
 """
 
 from __future__ import annotations
 
 import json
 import marshal
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,9 +24,21 @@ from typing import Any
 from gymhub.sandboxes import Limits
 from gymhub.sandboxes.warm_pool import shared_pool
 from gymhub.types import canonical_json
-from gymhub.verifiers.checkers.function_harness import encode_value
+from gymhub.verifiers.checkers.function_harness import (
+    AUDIT_RULES,
+    BOOTSTRAP,
+    CHANNEL_BROKEN_EXIT,
+    encode_value,
+)
 
 _HARNESS = Path(__file__).with_name("function_harness.py").read_text(encoding="utf-8")
+# Compiled once here: compiling it in every job would cost more than the tests themselves.
+_HARNESS_CODE = marshal.dumps(compile(_HARNESS, "function_harness.py", "exec"))
+
+
+def harness_stdin(request: dict[str, Any]) -> bytes:
+    """What :data:`BOOTSTRAP` reads: the harness (compiled, and as source) and the request."""
+    return marshal.dumps((sys.implementation.cache_tag, _HARNESS_CODE, _HARNESS, request))
 
 
 @dataclass(frozen=True)
@@ -28,20 +47,39 @@ class FunctionTest:
     expected: Any  # encoded with encode_value
 
 
+@dataclass(frozen=True, order=True)
+class RuntimeEvent:
+    """An audited operation the candidate's code performed while the tests ran."""
+
+    rule: str  # the RLVP rule it feeds (AUDIT_RULES)
+    event: str  # the audit event, e.g. "open", "socket.connect"
+    detail: str  # evidence: a path (relative to the work dir when inside it), a host, ...
+
+    def as_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "event": self.event, "detail": self.detail}
+
+
+MAX_RUNTIME_EVENTS = 20  # distinct events kept in a report (a loop may repeat one forever)
+
+
 @dataclass
 class TestReport:
     passed: int
     total: int
-    status: str  # "ok" | "load-error" | "timeout" | "crashed" | "tampered" | "no-code"
+    status: str  # "ok" | "load-error" | "missing-function" | "timeout" | "crashed" | "tampered" | "no-code"
     failures: list[int] = field(default_factory=list)
+    events: list[RuntimeEvent] = field(default_factory=list)  # distinct, sorted
 
     def as_details(self) -> dict[str, Any]:
-        return {
+        details: dict[str, Any] = {
             "passed": self.passed,
             "total": self.total,
             "status": self.status,
             "failures": self.failures[:10],
         }
+        if self.events:  # absent when clean, so clean verdicts keep their digests
+            details["runtime_events"] = [e.as_dict() for e in self.events]
+        return details
 
 
 def encode_expected(value: Any) -> Any:
@@ -71,21 +109,45 @@ def run_function_tests(
     }
     with shared_pool(backend).sandbox() as sandbox:  # pristine: reset after every use
         result = sandbox.run(
-            script=_HARNESS, stdin=marshal.dumps(request), timeout=timeout, side_channel=True, limits=limits
+            script=BOOTSTRAP, stdin=harness_stdin(request), timeout=timeout, side_channel=True, limits=limits
         )
-    outputs, status = _parse_channel(result.channel, total)
+    outputs, status, events = _parse_channel(result.channel, total)
     if status == "crashed" and result.timed_out:
         status = "timeout"
+    if result.exit_code == CHANNEL_BROKEN_EXIT:  # the hook found its channel closed or replaced
+        status = "tampered"
     failures = [
         i for i, t in enumerate(tests) if i not in outputs or outputs[i] != canonical_json(t.expected)
     ]
-    if status in ("tampered", "load-error"):
+    if status in ("tampered", "load-error", "missing-function"):
         failures = list(range(total))
-    return TestReport(total - len(failures), total, status, failures)
+    return TestReport(total - len(failures), total, status, failures, events)
 
 
-def _parse_channel(raw: bytes, total: int) -> tuple[dict[int, str], str]:
-    """Map test index -> canonical JSON of the returned value; status of the run."""
+def runtime_events(raw: bytes) -> list[RuntimeEvent]:
+    """The distinct audit events on a channel, sorted — whatever else the channel holds, so a
+    void run still shows what the candidate did."""
+    found: set[RuntimeEvent] = set()
+    for line in raw.decode("utf-8", errors="replace").split("\n"):
+        if not line.startswith('{"audit":'):
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        event, detail = record.get("audit"), record.get("detail")
+        if isinstance(event, str) and isinstance(detail, str) and event in AUDIT_RULES:
+            found.add(RuntimeEvent(AUDIT_RULES[event], event, detail))
+    return sorted(found)[:MAX_RUNTIME_EVENTS]
+
+
+def _parse_channel(raw: bytes, total: int) -> tuple[dict[int, str], str, list[RuntimeEvent]]:
+    """Map test index -> canonical JSON of the returned value; status; audit events."""
+    outputs, status = _parse_results(raw, total)
+    return outputs, status, runtime_events(raw)
+
+
+def _parse_results(raw: bytes, total: int) -> tuple[dict[int, str], str]:
     outputs: dict[int, str] = {}
     done = False
     try:
@@ -98,10 +160,16 @@ def _parse_channel(raw: bytes, total: int) -> tuple[dict[int, str], str]:
             record = json.loads(line)
         except json.JSONDecodeError:
             return {}, "tampered"
-        if not isinstance(record, dict) or done:
+        if not isinstance(record, dict) or done:  # nothing may follow "done", not even an event
             return {}, "tampered"
+        if "audit" in record:
+            if set(record) != {"audit", "detail"} or record["audit"] not in AUDIT_RULES:
+                return {}, "tampered"
+            continue
         if "load_error" in record:
             return {}, "load-error"
+        if "missing_function" in record:
+            return {}, "missing-function"
         if record.get("done") is True:
             done = True
             continue

@@ -126,6 +126,24 @@ class UntestedSubmitRule(Rule):
         return []
 
 
+class CallsAfterFinishRule(Rule):
+    """Penalty: tool calls placed after the call that ends the episode (``finish``, ``answer``)
+    in the same message — the env does not run them; once per message."""
+
+    id, kind, value = "calls-after-finish", "penalty", -0.5
+    defaults: ClassVar[dict[str, Any]] = {"finish_tools": ["finish"]}
+
+    def evaluate(self, context: RuleContext) -> list[PathEvent]:
+        events = []
+        for step, message in context.policy_steps():
+            names = [call.name for call in message.tool_calls]
+            first = next((i for i, n in enumerate(names) if n in self.params["finish_tools"]), None)
+            if first is not None and first + 1 < len(names):
+                after = len(names) - first - 1
+                events.append(self.event(step, f"{after} call(s) after {names[first]}: {names[first + 1 :]}"))
+        return events
+
+
 class MultipleCandidatesRule(Rule):
     """Penalty: a final answer that hedges between several candidates ("A or B", "A / B", a list)."""
 
@@ -161,6 +179,7 @@ class SearchBudgetRule(Rule):
 
 
 ACTION_RULES = (
+    CallsAfterFinishRule,
     MultipleCandidatesRule,
     SearchBudgetRule,
     UntestedSubmitRule,

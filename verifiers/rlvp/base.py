@@ -47,7 +47,7 @@ class RuleContext:
                     yield step, message
 
     def tool_steps(self) -> list[ToolStep]:
-        """Every tool call in order, paired with the env's reply by ``tool_call_id``."""
+        """Every tool call in order, paired with the env's reply (see :func:`pair_results`)."""
         out: list[ToolStep] = []
         step = 0
         turns = self.trajectory.turns
@@ -56,11 +56,26 @@ class RuleContext:
                 continue
             step += 1
             replies = turns[i + 1].messages if i + 1 < len(turns) else ()
-            by_id = {m.tool_call_id: m for m in replies if m.role == "tool"}
-            for message in turn.messages:
-                for call in message.tool_calls:
-                    out.append(ToolStep(step, call, by_id.get(call.id)))
+            calls = [call for message in turn.messages for call in message.tool_calls]
+            results = pair_results(calls, [m for m in replies if m.role == "tool"])
+            out.extend(ToolStep(step, call, result) for call, result in zip(calls, results, strict=True))
         return out
+
+
+def pair_results(calls: list[ToolCall], results: list[Message]) -> list[Message | None]:
+    """The result of each call: the one at the same position if it answers that id, else the
+    only result with that id if the id is unique among both calls and results; else None (no
+    result: the call counts as failed). Ids come from the policy, so a repeated id never lends
+    one call's result to another."""
+    paired: list[Message | None] = []
+    for k, call in enumerate(calls):
+        if k < len(results) and results[k].tool_call_id == call.id:
+            paired.append(results[k])
+            continue
+        same = [r for r in results if r.tool_call_id == call.id]
+        unique = len(same) == 1 and sum(c.id == call.id for c in calls) == 1
+        paired.append(same[0] if unique else None)
+    return paired
 
 
 class Rule:

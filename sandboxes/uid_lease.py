@@ -1,0 +1,75 @@
+"""Job uids leased host-wide: no two live sandboxes ever share one.
+
+Each job runs as its sandbox's own unprivileged uid: the process limit, the reaper (``kill -1``
+as that uid) and file ownership are all per sandbox only if the uid is. A lease is an
+exclusive ``flock`` on ``/run/gymhub/uids/<uid>``, held for the sandbox's life, so every
+process on the host — any interpreter, any user of gymhub — sees the same allocation. The
+kernel drops the lock when its holder dies, however it dies; a uid whose last holder did not
+close cleanly is only reused once no process of that uid is left on the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import random
+from pathlib import Path
+
+FIRST_UID = 200_000
+COUNT = 60_000
+LEASES = Path("/run/gymhub/uids")
+CLEAN = b"clean\n"
+
+
+def _uid_in_use(uid: int) -> bool:
+    """Any process of ``uid`` (real, effective or saved) anywhere on the host?"""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Uid:"):
+                        if uid in {int(x) for x in line.split()[1:4]}:
+                            return True
+                        break
+        except OSError:  # gone meanwhile
+            continue
+    return False
+
+
+class UidLease:
+    """An exclusive uid for one sandbox; :meth:`release` after everything of it is gone."""
+
+    def __init__(self) -> None:
+        LEASES.mkdir(parents=True, exist_ok=True, mode=0o700)
+        start = random.randrange(COUNT)
+        for offset in range(COUNT):
+            uid = FIRST_UID + (start + offset) % COUNT
+            fd = os.open(LEASES / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            previous = os.pread(fd, 64, 0)
+            if previous not in (b"", CLEAN) and _uid_in_use(uid):
+                os.close(fd)  # a crashed holder left processes: not this one
+                continue
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, b"leased\n", 0)  # dirty until released after a clean close
+            self.uid, self._fd = uid, fd
+            return
+        raise RuntimeError("no free job uid on this host")
+
+    def release(self, clean: bool) -> None:
+        """Give the uid back; ``clean`` says no process or file of it can remain."""
+        if self._fd < 0:
+            return
+        with contextlib.suppress(OSError):
+            if clean:
+                os.ftruncate(self._fd, 0)
+                os.pwrite(self._fd, CLEAN, 0)
+        os.close(self._fd)
+        self._fd = -1

@@ -1,0 +1,48 @@
+"""Attack class 11: sandboxes start under a burst (a pool filling up, a rollout's first step).
+
+Eight sandboxes of one backend are created at once from eight threads. Every one must start
+(no "connection refused" from a job server that is not listening yet, no engine error) and
+run a job; each must have its own uid.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from gymhub.sandboxes import create_sandbox
+from gymhub.sandboxes.job_client import JobServerSandbox
+
+BURST = 8
+
+
+def test_eight_sandboxes_start_at_once(backend: str) -> None:
+    boxes: list[JobServerSandbox] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def start(index: int) -> None:
+        try:
+            box = create_sandbox(backend)
+            assert isinstance(box, JobServerSandbox)
+            with lock:
+                boxes.append(box)
+            result = box.run(script=f"print({index})", timeout=30)
+            if result.stdout != f"{index}\n".encode():
+                with lock:
+                    errors.append(f"#{index}: {result}")
+        except Exception as exc:  # every failure is reported, not just the first
+            with lock:
+                errors.append(f"#{index}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(BURST)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(180)
+        assert not any(t.is_alive() for t in threads), f"{backend}: a sandbox start hung"
+        assert errors == [], f"{backend}: {len(errors)} of {BURST} failed: {errors}"
+        assert len({box.job_uid for box in boxes}) == BURST, f"{backend}: uids shared in a burst"
+    finally:
+        for box in boxes:
+            box.close()
