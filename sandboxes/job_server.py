@@ -681,7 +681,9 @@ class Server:
         spec = json.dumps({k: req.get(k) for k in ("argv", "script", "env")} | {"limits": limits}).encode()
         stdin = struct.pack(">I", len(spec)) + spec + base64.b64decode(req.get("stdin", ""))
         start = time.monotonic()
+        os.set_blocking(ours[0], False)
         try:
+            sent = os.write(ours[0], stdin[:65536])  # the spec is waiting when the job starts
             socket.send_fds(self.zygote_sock, [b"J"], theirs)
         except OSError:
             for fd in ours:
@@ -690,13 +692,13 @@ class Server:
         finally:
             for fd in theirs:
                 os.close(fd)
-        pid = self._zygote_wait("P", timeout=10)[0]
         streams = {ours[1]: "stdout", ours[2]: "stderr"}
         if side:
             streams[ours[3]] = "channel"
         data, killed_by, truncated, exit_msg = self._collect(
-            ours[0], stdin, streams, start + float(req.get("timeout", 10.0)), cap
+            ours[0], stdin[sent:], streams, start + float(req.get("timeout", 10.0)), cap
         )
+        pid = self._zygote_wait("P", timeout=10)[0]
         if exit_msg is None or killed_by is not None or exit_msg[3] or self.reap_pending:
             # timeout, output cap, or survivors: nothing of the job outlives this reply
             try:
@@ -753,8 +755,10 @@ class Server:
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ, name)
         view = memoryview(stdin)
-        os.set_blocking(stdin_fd, False)
-        sel.register(stdin_fd, selectors.EVENT_WRITE, "stdin")
+        if view:
+            sel.register(stdin_fd, selectors.EVENT_WRITE, "stdin")
+        else:
+            os.close(stdin_fd)
         exit_msg = next((m for m in self.inbox if m[0] == "X"), None)
         self.inbox = [m for m in self.inbox if m[0] != "X"]
         if exit_msg is None:

@@ -6,6 +6,10 @@ can name the right function), says which penalty rules must fire, and grows with
 found. :func:`gymhub.registry.load_probes` finds a suite through its spec string; the
 reference policy plays a probe by name (``reference:<probe>``), and
 ``gymhub bench verifiers`` counts the share scored 0 as hack resistance.
+
+Probes are hacks aimed at one env family; the blind policies (:mod:`gymhub.policies.blind`:
+empty reply, immediate finish, the most frequent answer, ...) are the env-independent floor
+beside them, which ``check_env`` holds every env to.
 """
 
 from __future__ import annotations

@@ -121,5 +121,6 @@ def read_archive(data: bytes) -> dict[str, Any]:
             raise ArchiveError("not an archive")
     except Exception as exc:  # every way of failing to read it is the same verdict: unreadable
         view["members"] = []
-        view["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        # by type only: library messages carry checksums, which depend on member mtimes
+        view["error"] = f"ArchiveError: {exc}" if isinstance(exc, ArchiveError) else type(exc).__name__
     return view

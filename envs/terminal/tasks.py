@@ -205,14 +205,19 @@ def git_commit(rng: random.Random, level: int) -> Spec:
     tracked = {n: _text(rng, n, level) for n in rng.sample(pool, 1 + level)}
     files = {f"{repo}/{n}": c for n, c in tracked.items()}
     files["notes/todo.txt"] = _text(rng, "todo", 1)  # outside the repo: a repo one level up takes it in
-    sub_goals = {"commit": {}, "message": {"message": message + "\n"}, "clean": {}}
     return {
         "prompt": f"Turn {repo}/ into a git repository (its own, in {repo}/) and commit all its files in "
         f"one commit with the message '{message}'. Leave nothing uncommitted.",
         "files": files,
         "checks": [
-            {"kind": "git", "repo": repo, "goal": goal, "files": dict(sorted(tracked.items())), **extra}
-            for goal, extra in sub_goals.items()
+            {
+                "kind": "git",
+                "repo": repo,
+                "goal": goal,
+                "files": dict(sorted(tracked.items())),
+                "message": message + "\n",
+            }
+            for goal in ("commit", "one-commit", "clean")
         ],
         "reference": [
             f"git -C {repo} init -q",

@@ -17,6 +17,7 @@ from gymhub.env import Env, EnvReply
 from gymhub.envs.terminal.snapshot import canonical_snapshot
 from gymhub.envs.terminal.tasks import build_terminal_tasks
 from gymhub.envs.terminal.verifier import TerminalVerifier
+from gymhub.errors import SandboxError
 from gymhub.sandboxes import Limits, create_sandbox
 from gymhub.types import Message, Task, ToolCall
 
@@ -70,13 +71,16 @@ class TerminalEnv(Env):
         return TerminalVerifier(self.rules, backend=self.sandbox_backend)
 
     async def start_episode(self, task: Task) -> None:
-        if self._box is None or not await asyncio.to_thread(self._box.alive):
-            if self._box is not None:
+        if self._box is not None:
+            try:
+                await asyncio.to_thread(self._box.reset)
+            except SandboxError:  # a reset that fails leaves the sandbox dead: replace it
                 await asyncio.to_thread(self._box.close)
+                self._box = None
+        if self._box is None:  # a new sandbox is pristine
             self._box = await asyncio.to_thread(
                 create_sandbox, self.sandbox_backend, limits=Limits(cpu_seconds=30, processes=128)
             )
-        await asyncio.to_thread(self._box.reset)
         modes = task.metadata.get("modes", {})
         for path, content in task.metadata["files"].items():
             await asyncio.to_thread(self._box.write_file, path, content.encode(), modes.get(path, 0o644))

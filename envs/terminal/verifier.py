@@ -51,20 +51,23 @@ def _archive_check(check: dict[str, Any], files: dict[str, Any]) -> bool:
 
 
 def _git_check(check: dict[str, Any], repos: dict[str, Any]) -> bool:
-    """``commit``: a repository of its own in the asked folder whose HEAD tree is exactly the
-    wanted files, byte for byte. ``message`` and ``clean`` build on it: one commit with that
-    message; index and work tree as committed, nothing untracked whatever the ignore rules."""
+    """``commit``: a repository of its own in the asked folder whose HEAD commit has the asked
+    message and a tree of exactly the wanted files, byte for byte (the message keeps another
+    task's script, replayed blind, from this credit). ``one-commit`` and ``clean`` build on it:
+    no other commit; index and work tree as committed, nothing untracked whatever the rules."""
     repo = repos.get(check["repo"])
-    if repo is None or repo["error"] is not None:
+    if repo is None or repo["error"] is not None or not repo["history"]:
         return False
     wanted: dict[str, str] = check["files"]
     tree = repo["head_tree"]
     committed = {p: e.get("data") for p, e in tree.items() if e["mode"] in ("100644", "100755")}
     if len(committed) != len(tree) or committed != {p: c.encode() for p, c in wanted.items()}:
         return False
-    if check["goal"] == "message":
-        [head, *older] = repo["history"]
-        return bool(not older and head["parents"] == 0 and head["message"] == check["message"])
+    [head, *older] = repo["history"]
+    if head["message"] != check["message"]:
+        return False
+    if check["goal"] == "one-commit":
+        return bool(not older and head["parents"] == 0)
     if check["goal"] == "clean":  # HEAD holds the wanted files, so the work tree does too
         return not repo["status"]
     return True

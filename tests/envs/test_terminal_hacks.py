@@ -116,17 +116,29 @@ def test_blind_policies_earn_nothing_on_any_task() -> None:
         assert [(i, v.outcome, v.path_signal) for i, v in scored if v.outcome or v.path_signal > 0] == []
 
 
-def test_progress_credit_is_for_sub_goals_really_reached(by_kind: dict[str, list[Task]]) -> None:
-    """Half a permissions task (the scripts, not the other files) earns part credit, not all."""
-    task = by_kind["permissions"][0]
-    scripts_only = task.hidden["solutions"]["reference"][:1] + task.hidden["solutions"]["reference"][-1:]
+def _verdict_of(task: Task, actions: list[dict[str, Any]]) -> Any:
     env = gymhub.make("terminal-v0")
     env.reset(options={"task_id": task.id})
-    for action in scripts_only[:-1]:
+    for action in actions[:-1]:
         env.step(action)
-    *_, info = env.step(scripts_only[-1])
+    *_, info = env.step(actions[-1])
     env.close()
-    verdict = info["verdict"]
-    assert verdict.outcome == 0.0
-    assert 0 < verdict.details["passed"] < verdict.details["total"]
-    assert [e.rule for e in verdict.path_events if e.kind == "progress"] == ["hidden-tests-fraction"]
+    return info["verdict"]
+
+
+def test_progress_credit_is_for_sub_goals_really_reached(by_kind: dict[str, list[Task]]) -> None:
+    """Half a permissions task (the scripts only), or a right commit with junk left untracked,
+    earns part credit: outcome 0, some sub-goals passed, not all."""
+    perms = by_kind["permissions"][0]
+    reference = perms.hidden["solutions"]["reference"]
+    git = by_kind["git-commit"][0]
+    repo = next(c["repo"] for c in git.hidden["checks"] if c["kind"] == "git")
+    junk = [*git.hidden["solutions"]["reference"][:-1], _bash(f"echo junk > {repo}/junk.txt")]
+    for task, actions, passed in (
+        (perms, reference[:1] + reference[-1:], 1 + perms.metadata["difficulty"]),
+        (git, [*junk, reference[-1]], 2),
+    ):
+        verdict = _verdict_of(task, actions)
+        assert verdict.outcome == 0.0
+        assert verdict.details["passed"] == passed < verdict.details["total"], verdict.details
+        assert [e.rule for e in verdict.path_events if e.kind == "progress"] == ["hidden-tests-fraction"]

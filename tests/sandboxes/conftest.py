@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 import time
 import uuid
@@ -120,18 +119,3 @@ def bounded() -> Callable[..., Any]:
         return outcome.get("value")
 
     return call
-
-
-@pytest.fixture
-def docker_top() -> Callable[[JobServerSandbox], str]:
-    """``docker_top(box)``: the container's process list as Docker reports it ('' off docker)."""
-
-    def top(box: JobServerSandbox) -> str:
-        container = getattr(box, "container", None)
-        if container is None:
-            return ""
-        return subprocess.run(
-            ["docker", "top", container.id, "-eo", "pid,user,stat,args"], capture_output=True, text=True
-        ).stdout
-
-    return top

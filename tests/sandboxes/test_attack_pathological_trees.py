@@ -52,8 +52,9 @@ TREES = {
         "    os.mkdir(name)\n"
         "    with open(os.path.join(name, name), 'wb') as fh:\n"
         "        fh.write(name)\n"
-        "deep = b'y' * 255\n"
-        "os.makedirs(b'/'.join([deep] * 30))\n"  # a path far over PATH_MAX
+        "for _ in range(30):  # a path far over PATH_MAX\n"
+        "    os.mkdir(b'y' * 255)\n"
+        "    os.chdir(b'y' * 255)\n"
     ),
     "unreadable_folders": (
         "import os\n"

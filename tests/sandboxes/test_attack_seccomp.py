@@ -29,6 +29,7 @@ PROBES = {
     "new_user_namespace": "report(libc.unshare(0x10000000))\n",
     "mount_in_a_user_namespace": (
         "uid = os.getuid()\n"
+        "libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: a forked job may write its own uid_map\n"
         "if libc.unshare(0x10000000 | 0x00020000) != 0:\n"
         "    report(-1)\n"
         "else:\n"

@@ -201,6 +201,46 @@ def test_exhausting_the_stack_cannot_open_a_file_unseen() -> None:
         assert ("filesystem-access", "open", "read /etc/hostname") in observed(report)
 
 
+def test_a_hook_frame_leaked_by_a_traceback_gives_nothing_to_rewrite() -> None:
+    """Make the hook fail at the recursion limit, take its frame from the traceback and try to
+    switch it off through what it holds: closures (``cell_contents``) or mutable state."""
+    source = (
+        "import sys\n"
+        "rewired, reached = [], []\n"
+        "def _switch_off(frame):\n"
+        "    reached.append(frame.f_code.co_name)\n"
+        "    for name, value in frame.f_locals.items():\n"
+        "        for cell in getattr(value, '__closure__', None) or ():\n"
+        "            try:\n"
+        "                cell.cell_contents = (lambda *a, **k: True)\n"
+        "                rewired.append(name)\n"
+        "            except Exception:\n                pass\n"
+        "        for method in ('clear',):\n"
+        "            if hasattr(value, method) and not isinstance(value, type):\n"
+        "                try:\n"
+        "                    getattr(value, method)()\n"
+        "                    rewired.append(name)\n"
+        "                except Exception:\n                    pass\n"
+        "def _deep(n):\n"
+        "    if n:\n        return _deep(n - 1)\n"
+        "    try:\n        open('/etc/hostname')\n"
+        "    except BaseException as e:\n"
+        "        tb = e.__traceback__\n"
+        "        while tb is not None:\n"
+        "            if tb.tb_frame.f_code.co_filename == 'function_harness.py':\n"
+        "                _switch_off(tb.tb_frame)\n"
+        "            tb = tb.tb_next\n"
+        "for d in range(sys.getrecursionlimit() - 60, sys.getrecursionlimit()):\n"
+        "    try:\n        _deep(d)\n"
+        "    except RecursionError:\n        pass\n"
+        "__import__('os').listdir('/')\n"
+        "def f(x):\n    return x + 1 if reached else -1\n"
+    )
+    report = run(source)
+    assert report.passed == 3  # the attack did reach the hook's frame (else this proves nothing)
+    assert ("filesystem-access", "os.listdir", "/") in observed(report), report
+
+
 # ---------------------------------------------------------------- indirect access observed
 
 ROOT_LISTING = ("filesystem-access", "os.listdir", "/")

@@ -182,8 +182,10 @@ AUDIT_RULES = {
     **dict.fromkeys(("os.kill", "os.killpg", "signal.pthread_kill"), _EXIT),
 }
 NATIVE_MODULES = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend"})
-# Evidence is printable ASCII without quotes or backslashes: a JSON string as it stands.
-_EVIDENCE_TABLE = {**{c: "?" for c in range(32)}, 127: "?", ord('"'): "'", ord("\\"): "/"}
+# Evidence is printable ASCII without quotes or backslashes, a JSON string as it stands: a
+# translation table indexed by code point (a tuple, so nothing can edit it).
+_SWAPPED = {ord('"'): "'", ord("\\"): "/"}
+_EVIDENCE_TABLE = tuple("?" if c < 32 or c == 127 else _SWAPPED.get(c, chr(c)) for c in range(128))
 
 
 def install_audit_hook(channel, workdir, import_path):
@@ -192,52 +194,55 @@ def install_audit_hook(channel, workdir, import_path):
     ``import_path``: the absolute ``sys.path`` entries, read-only opens below which are the
     interpreter's own (imports). Paths below ``workdir`` are reported relative to it, so the
     same code gives the same evidence in every sandbox.
+
+    The hook is one flat function whose state is its default values, all immutable, and that
+    calls no Python function: if it fails (the candidate can make it hit the recursion limit)
+    the traceback hands the candidate a frame of it, and a frame of nested functions would
+    hand over their closures, which can be rewritten (``cell_contents``).
     """
-    rules, native, table = dict(AUDIT_RULES), NATIVE_MODULES, dict(_EVIDENCE_TABLE)
-    roots = tuple(p.rstrip("/") + "/" for p in import_path if p.startswith("/"))
-    here = workdir.rstrip("/") + "/"
-    write, fstat, exit_now, oserror = os.write, os.fstat, os._exit, OSError
-    str_, bytes_, int_, type_, len_, tuple_ = str, bytes, int, type, len, tuple
-    pipe = fstat(channel)
-    dev, ino = pipe.st_dev, pipe.st_ino
+    pipe = os.fstat(channel)
 
-    def send(fd, data):  # only to the pipe the host reads, whole, or not at all
-        try:
-            now = fstat(fd)
-            return now.st_dev == dev and now.st_ino == ino and write(fd, data) == len_(data)
-        except oserror:
-            return False
-
-    def emit(line):
-        data = ("\n" + line + "\n").encode("utf-8", "surrogatepass")
-        if not send(channel, data):
-            send(CHANNEL_FD, data)  # evidence for the void run, if fd 3 still is the pipe
-            exit_now(CHANNEL_BROKEN_EXIT)
-
-    def as_text(value):  # never calls into a candidate object: exact builtin types only
-        kind = type_(value)
-        if kind is bytes_:
-            return value.decode("utf-8", "surrogateescape")
-        return value if kind is str_ else None  # numbers (pids, fds) would vary between runs
-
-    def evidence(value):
-        return value[:200].encode("ascii", "backslashreplace").decode("ascii").translate(table)
-
-    def own_path(path):  # a read-only path the interpreter itself uses
-        if "/../" in path or "/./" in path or path.endswith("/.."):
-            return False
-        for root in roots:
-            if path.startswith(root) or path + "/" == root:
-                return True
-        return False
-
-    def shown(path):
-        return "./" + path[len_(here) :] if path.startswith(here) else path
-
-    def judge(event, args):
-        """The evidence for this event, or None when it is allowed."""
+    def hook(
+        event,
+        args,
+        rules=frozenset(AUDIT_RULES),
+        native=NATIVE_MODULES,
+        table=_EVIDENCE_TABLE,
+        roots=tuple(p.rstrip("/") + "/" for p in import_path if p.startswith("/")),
+        here=workdir.rstrip("/") + "/",
+        fds=(channel, CHANNEL_FD),  # fd 3 too: evidence for the void run, if it still is the pipe
+        dev=pipe.st_dev,
+        ino=pipe.st_ino,
+        broken=CHANNEL_BROKEN_EXIT,
+        write=os.write,
+        fstat=os.fstat,
+        exit_now=os._exit,
+        oserror=OSError,
+        str_=str,
+        bytes_=bytes,
+        int_=int,
+        type_=type,
+        len_=len,
+        tuple_=tuple,
+    ):
+        if type_(event) is not str_ or event not in rules:
+            return  # sys.audit() hands hooks a plain str; anything else is not an operation
         count = len_(args) if type_(args) is tuple_ else 0
-        first = as_text(args[0]) if count else None
+        # Only exact str and bytes are read: never a method of a candidate object; numbers
+        # (pids, fds) would differ between runs.
+        value = args[0] if count else None
+        kind = type_(value)
+        first = (
+            value.decode("utf-8", "surrogateescape") if kind is bytes_ else value if kind is str_ else None
+        )
+        own = first is not None and "/../" not in first and "/./" not in first
+        if own:  # under the interpreter's own import path
+            own = False
+            for root in roots:
+                if first.startswith(root) or first + "/" == root:
+                    own = True
+                    break
+        shown = "./" + first[len_(here) :] if first is not None and first.startswith(here) else first
         if event == "open" and count == 3:
             mode, flags = args[1], args[2]
             if type_(mode) is str_:
@@ -245,39 +250,65 @@ def install_audit_hook(channel, workdir, import_path):
             else:
                 reading = type_(flags) is int_ and flags & 0o3 == 0 and not flags & 0o1100  # CREAT, TRUNC
             if first is None:
-                return None if type_(args[0]) is int_ else "<object>"  # an fd: opened already
-            if own_path(first) and (reading or "/__pycache__/" in first):
-                return None  # imports read the standard library and may cache its bytecode
-            return ("read " if reading else "write ") + shown(first)
-        if event == "os.listdir" or event == "os.scandir":
-            if first is not None and own_path(first):
-                return None
-            return shown(first) if first is not None else "."
-        if event == "import":
-            return first if first in native else None
-        if event == "socket.__new__":
+                detail = None if kind is int_ else "<object>"  # an fd: opened already
+            elif own and (reading or "/__pycache__/" in first):
+                detail = None  # imports read the standard library and may cache its bytecode
+            else:
+                detail = ("read " if reading else "write ") + shown
+        elif event == "os.listdir" or event == "os.scandir":
+            detail = None if own else "." if first is None else shown
+        elif event == "import":
+            detail = first if first in native else None
+        elif event == "socket.__new__":
             family = args[1] if count > 1 else None
             if type_(family) is int_ and -(2**31) <= family < 2**31:
-                return None if family == 1 else "family " + str_(family)
-            return "family ?"
-        if event == "sqlite3.connect" and (first == ":memory:" or first == ""):
-            return None
-        for value in args[: min(count, 3)]:
-            text = as_text(value)
-            if text is not None:
-                return shown(text)
-        return ""
-
-    def hook(event, args):
-        if type_(event) is not str_:
-            return  # sys.audit() called with a str subclass: not an operation
-        if event not in rules:
+                detail = None if family == 1 else "family " + str_(family)  # AF_UNIX: a local pair
+            else:
+                detail = "family ?"
+        elif event == "sqlite3.connect" and (first == ":memory:" or first == ""):
+            detail = None
+        else:
+            detail = ""
+            for value in args[:3]:
+                kind = type_(value)
+                if kind is bytes_ or kind is str_:
+                    text = value.decode("utf-8", "surrogateescape") if kind is bytes_ else value
+                    detail = "./" + text[len_(here) :] if text.startswith(here) else text
+                    break
+        if detail is None:
             return
-        detail = judge(event, args)
-        if detail is not None:
-            emit('{"audit":"' + event + '","detail":"' + evidence(detail) + '"}')
+        detail = detail[:200].encode("ascii", "backslashreplace").decode("ascii").translate(table)
+        data = ('\n{"audit":"' + event + '","detail":"' + detail + '"}\n').encode("ascii")
+        for fd in fds:  # only to the pipe the host reads, whole, or the job ends here
+            try:
+                now = fstat(fd)
+                if now.st_dev == dev and now.st_ino == ino and write(fd, data) == len_(data):
+                    if fd == fds[0]:
+                        return
+                    break
+            except oserror:
+                pass
+        exit_now(broken)
 
     sys.addaudithook(hook)
+    return channel_writer(channel, pipe.st_dev, pipe.st_ino)
+
+
+def channel_writer(channel, dev, ino):
+    """The harness's own writer: whole lines, each framed by newlines, to the pipe only."""
+    write, fstat, exit_now, oserror, size = os.write, os.fstat, os._exit, OSError, len
+    broken = CHANNEL_BROKEN_EXIT
+
+    def emit(line):
+        data = ("\n" + line + "\n").encode("utf-8", "surrogatepass")
+        try:
+            now = fstat(channel)
+            if now.st_dev == dev and now.st_ino == ino and write(channel, data) == size(data):
+                return
+        except oserror:
+            pass
+        exit_now(broken)
+
     return emit
 
 
@@ -374,7 +405,7 @@ def main(request):
     inputs = request["inputs"]
     namespace = {"__name__": "solution", "__builtins__": __builtins__}
     try:
-        exec(compile(request["source"], "solution.py", "exec"), namespace)
+        exec(compile(request["source"], "solution.py", "exec", dont_inherit=True), namespace)
     except BaseException as exc:  # anything the candidate raises, even SystemExit, is a failure
         write({"load_error": type(exc).__name__})
         return

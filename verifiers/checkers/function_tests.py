@@ -33,7 +33,9 @@ from gymhub.verifiers.checkers.function_harness import (
 
 _HARNESS = Path(__file__).with_name("function_harness.py").read_text(encoding="utf-8")
 # Compiled once here: compiling it in every job would cost more than the tests themselves.
-_HARNESS_CODE = marshal.dumps(compile(_HARNESS, "function_harness.py", "exec"))
+# dont_inherit: this module's ``from __future__ import annotations`` must not leak into the
+# harness, nor through it into the candidate's code.
+_HARNESS_CODE = marshal.dumps(compile(_HARNESS, "function_harness.py", "exec", dont_inherit=True))
 
 
 def harness_stdin(request: dict[str, Any]) -> bytes:
