@@ -247,6 +247,7 @@ class JobServerSandbox:
             self._call({"op": "ping"})
             return True
         except SandboxError:
+            self._dead = True
             return False
 
     def close(self) -> None:

@@ -440,7 +440,6 @@ def zygote_main(sock, uid, gid, workdir, cgroup_fds, program):
     for fd in cgroup_fds:  # the whole job — every process it starts — is bound by the cgroup
         os.write(fd, b"0")
         os.close(fd)
-    protected = _write_proc("/proc/self/oom_score_adj", "-1000")
     program = SeccompFilter(program) if program is not None else None
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
@@ -477,7 +476,7 @@ def zygote_main(sock, uid, gid, workdir, cgroup_fds, program):
         if pid == 0:
             os.close(wake_r)
             os.close(wake_w)
-            _job(sock, fds, uid, gid, workdir, program, protected)
+            _job(sock, fds, uid, gid, workdir, program)
         for fd in fds:
             os.close(fd)
         job = pid
@@ -526,7 +525,7 @@ def _read_exact(fd, size):
     return b"".join(chunks)
 
 
-def _job(sock, fds, uid, gid, workdir, program, protected):
+def _job(sock, fds, uid, gid, workdir, program):
     code = 127
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -541,8 +540,8 @@ def _job(sock, fds, uid, gid, workdir, program, protected):
         os.closerange(len(fds), 1 << 20)
         os.chdir(workdir)
         os.umask(0o022)
-        if protected and not _write_proc("/proc/self/oom_score_adj", "0"):
-            raise OSError("could not make the job killable by the OOM killer")
+        # the OOM killer takes any job process before the zygote (raising needs no privilege)
+        _write_proc("/proc/self/oom_score_adj", "1000")
         limits = spec["limits"]
         mb = 1024 * 1024
         cpu = int(limits.get("cpu_seconds", 10))
@@ -658,6 +657,8 @@ class Server:
         return {}
 
     def op_reset(self, req):
+        if not self.zygote_alive():
+            raise RuntimeError("the zygote is gone; the sandbox is broken: replace it")
         ipc = _ipc_left()
         if ipc or self.reap_pending:
             self._kill_job_processes(ipc=ipc)
@@ -667,7 +668,20 @@ class Server:
         self.tree.apply(self.snapshots["pristine"])
         return {}
 
+    def zygote_alive(self):
+        """The zygote cannot be replaced (the server's memory is no longer pristine): once it is
+        gone — an OOM kill, say — the sandbox is broken, and ping and reset say so."""
+        try:
+            pid, _ = os.waitpid(self.zygote, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid:
+            self.zygote = -1
+        return pid == 0 and self.zygote > 0
+
     def op_ping(self, req):
+        if not self.zygote_alive():
+            raise RuntimeError("the zygote is gone; the sandbox is broken: replace it")
         return {"pid": os.getpid(), "uid": os.getuid(), "workdir": self.workdir, "seccomp": self.seccomp}
 
     # ------------------------------------------------------------------ jobs

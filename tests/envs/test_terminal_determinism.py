@@ -41,3 +41,20 @@ def test_the_same_work_a_second_apart_has_the_same_snapshot() -> None:
             fingerprints.append(state_fingerprint(asyncio.run(env.final_state())))
         assert fingerprints[0] == fingerprints[1], task.metadata["kind"]
     env.close()
+
+
+def test_hacks_and_damaged_artefacts_score_the_same_every_time() -> None:
+    """Error texts name no checksum or hash: a damaged archive's verdict is as stable as a good one's."""
+    tasks = gymhub.make("terminal-v0").all_tasks
+    cases = {
+        "archive-corrupt-stream": [t for t in tasks if t.metadata["kind"] == "archive"][:6],
+        "archive-empty-members": [t for t in tasks if t.metadata["kind"] == "archive"][:2],
+        "git-skip-worktree": [t for t in tasks if t.metadata["kind"] == "git-commit"][:2],
+        "git-untracked-hidden": [t for t in tasks if t.metadata["kind"] == "git-commit"][:2],
+    }
+    for probe, chosen in cases.items():
+        digests: dict[str, set[str]] = defaultdict(set)
+        for _ in range(4):
+            for group in gymhub.rollout("terminal-v0", f"reference:{probe}", tasks=chosen, concurrency=2):
+                digests[group.task_id].add(group.trajectories[0].verdict.digest)
+        assert all(len(d) == 1 for d in digests.values()), probe

@@ -11,7 +11,7 @@ import pytest
 
 import gymhub
 from gymhub.errors import PolicyError
-from gymhub.policies import make_policy
+from gymhub.policies import Policy, make_policy
 from gymhub.policies.blind import (
     BLIND_KINDS,
     CLAIM,
@@ -37,6 +37,7 @@ def _first_reply(policy: Any, env_id: str, seed: int | None = None) -> tuple[Tas
 def test_every_kind_is_selectable_by_name(kind: str) -> None:
     policy = make_policy(f"blind:{kind}")
     assert isinstance(policy, BlindPolicy) and policy.id == f"blind:{kind}"
+    assert isinstance(policy, Policy) and isinstance(policy.for_episode(_task("A", 0)), Policy)
 
 
 def test_unknown_or_missing_kind_names_the_kinds() -> None:
@@ -152,3 +153,6 @@ def test_blind_policies_run_through_the_rollout_engine() -> None:
         assert trajectory.policy == "blind:lookups" and trajectory.verdict is not None
         assert trajectory.verdict.outcome == 0.0
         assert trajectory.actions()[0].tool_calls[0].name == "search"
+    # without given train tasks, `frequent` counts the registered env's own
+    groups = gymhub.rollout("toy-json-v0", "blind:frequent", tasks=3, split="eval")
+    assert {g.trajectories[0].verdict.outcome for g in groups} == {1.0}

@@ -232,40 +232,39 @@ def install_audit_hook(channel, workdir, import_path):
         # (pids, fds) would differ between runs.
         value = args[0] if count else None
         kind = type_(value)
-        first = (
-            value.decode("utf-8", "surrogateescape") if kind is bytes_ else value if kind is str_ else None
-        )
-        own = first is not None and "/../" not in first and "/./" not in first
+        textual = kind is str_ or kind is bytes_
+        first = (value if kind is str_ else value.decode("utf-8", "surrogateescape")) if textual else ""
+        own = textual and "/../" not in first and "/./" not in first
         if own:  # under the interpreter's own import path
             own = False
             for root in roots:
                 if first.startswith(root) or first + "/" == root:
                     own = True
                     break
-        shown = "./" + first[len_(here) :] if first is not None and first.startswith(here) else first
+        shown = "./" + first[len_(here) :] if textual and first.startswith(here) else first
         if event == "open" and count == 3:
             mode, flags = args[1], args[2]
             if type_(mode) is str_:
                 reading = "w" not in mode and "a" not in mode and "x" not in mode and "+" not in mode
             else:
                 reading = type_(flags) is int_ and flags & 0o3 == 0 and not flags & 0o1100  # CREAT, TRUNC
-            if first is None:
+            if not textual:
                 detail = None if kind is int_ else "<object>"  # an fd: opened already
             elif own and (reading or "/__pycache__/" in first):
                 detail = None  # imports read the standard library and may cache its bytecode
             else:
                 detail = ("read " if reading else "write ") + shown
         elif event == "os.listdir" or event == "os.scandir":
-            detail = None if own else "." if first is None else shown
+            detail = None if own else shown if textual else "."
         elif event == "import":
-            detail = first if first in native else None
+            detail = first if textual and first in native else None
         elif event == "socket.__new__":
-            family = args[1] if count > 1 else None
+            family = args[1] if count > 1 else 0
             if type_(family) is int_ and -(2**31) <= family < 2**31:
                 detail = None if family == 1 else "family " + str_(family)  # AF_UNIX: a local pair
             else:
                 detail = "family ?"
-        elif event == "sqlite3.connect" and (first == ":memory:" or first == ""):
+        elif event == "sqlite3.connect" and textual and (first == ":memory:" or first == ""):
             detail = None
         else:
             detail = ""

@@ -19,7 +19,7 @@ import marshal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from gymhub.sandboxes import Limits
 from gymhub.sandboxes.warm_pool import shared_pool
@@ -66,6 +66,7 @@ MAX_RUNTIME_EVENTS = 20  # distinct events kept in a report (a loop may repeat o
 
 @dataclass
 class TestReport:
+    __test__: ClassVar[bool] = False  # not a pytest test class, despite the name
     passed: int
     total: int
     status: str  # "ok" | "load-error" | "missing-function" | "timeout" | "crashed" | "tampered" | "no-code"
