@@ -426,8 +426,9 @@ def _mean(values: list[float]) -> float | None:
 
 def _print_summary(summaries: list[dict[str, Any]], db: str) -> None:
     run_width = max(len(s["run_id"]) for s in summaries)
+    env_width = max(len(s["env_id"]) for s in summaries)
     table = Table(
-        "env",
+        Column("env", no_wrap=True, min_width=env_width, overflow="fold"),
         Column("run", no_wrap=True, min_width=run_width, overflow="fold"),  # never cut to "…"
         "tasks",
         "trajectories",
@@ -938,8 +939,9 @@ def runs_command(
     if as_json:
         _emit_json(rows)
         return
+    run_width = max((len(row["run_id"]) for row in rows), default=3)
     table = Table(
-        Column("run", no_wrap=True, overflow="fold"),
+        Column("run", no_wrap=True, min_width=run_width, overflow="fold"),  # never cut to "…"
         "env",
         "policy",
         "split",

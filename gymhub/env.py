@@ -39,7 +39,7 @@ from gymnasium import spaces
 from pydantic import ValidationError
 
 from gymhub.errors import BadAction, EpisodeOver, GymhubError, UnknownTask
-from gymhub.tool_calls import parse_tool_calls
+from gymhub.tool_calls import parse_tool_calls, reject_duplicate_tool_call_ids
 from gymhub.types import (
     Message,
     RewardConfig,
@@ -152,9 +152,11 @@ class Env(gymnasium.Env[str, Any]):
             return EnvReply([Message(role="user", content=nudge)])
         replies, done = [], False
         for call in message.tool_calls:
-            content, finished = await call_tool(call)
+            if done:  # nothing after the call that ended the episode runs
+                content = "error: not run, it came after the call that ended the episode"
+            else:
+                content, done = await call_tool(call)
             replies.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=content))
-            done = done or finished
         return EnvReply(replies, done=done)
 
     async def final_state(self) -> Any:
@@ -232,6 +234,7 @@ class Env(gymnasium.Env[str, Any]):
             )
             ep.turns.append(Turn(source="policy", messages=(message,)))
             recorded = True
+            reject_duplicate_tool_call_ids(message.tool_calls)  # BadAction: nothing of it runs
             rejected = self._check_tool_calls(message)
             if rejected is not None:
                 ep.bad_actions.append(ep.step_index)

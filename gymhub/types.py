@@ -318,6 +318,7 @@ class RewardConfig(_Frozen):
     For a group of G trajectories with outcomes O_i and path signals Φ_i::
 
         norm(x)_i = (x_i - mean(x)) / (std(x) + eps)     mode "zscore" (0 if std(x) == 0)
+                  = x_i - mean(x)                          mode "mean" (Dr. GRPO: no division by std)
                   = centred rank of x_i in [-1, 1]         mode "rank"
                   = x_i                                    mode "none"
         R_i = O_i + β · Φ_i                                the reward (logged)
@@ -329,7 +330,7 @@ class RewardConfig(_Frozen):
     """
 
     beta: float = 0.1
-    normalization: Literal["zscore", "rank", "none"] = "zscore"
+    normalization: Literal["zscore", "mean", "rank", "none"] = "zscore"
     clip: float | None = None
     eps: float = 1e-6
 
@@ -351,6 +352,9 @@ class RewardConfig(_Frozen):
             return list(xs)
         if all(x == xs[0] for x in xs):
             return [0.0] * len(xs)
+        if self.normalization == "mean":  # Dr. GRPO: dividing by std up-weights near-uniform groups
+            mean = math.fsum(xs) / len(xs)
+            return [x - mean for x in xs]
         if self.normalization == "zscore":
             # A z-score is scale-invariant: rescale huge values so squaring cannot overflow.
             scale = max(abs(x) for x in xs)

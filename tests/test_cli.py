@@ -108,3 +108,14 @@ def test_rollout_on_another_sandbox_backend_and_resume_keeps_it(tmp_path: Path) 
     assert open_store(db).get_run(summary["run_id"]).config["env_kwargs"] == {"sandbox": "bwrap"}
     refused = run("rollout", "toy-letters-v0", "--sandbox", "bwrap", "--db", db, check=False)
     assert refused.returncode == 2 and "no sandbox" in refused.stderr
+
+
+def test_summary_table_never_truncates_run_ids_and_runs_lists_them(tmp_path: Path) -> None:
+    db = str(tmp_path / "ids.db")
+    long_id = "a-rather-long-run-id-that-a-narrow-table-would-cut-0123456789"
+    table = run("rollout", "toy-letters-v0", "--tasks", "1", "--db", db, "--run-id", long_id)
+    rows = [line for line in table.stdout.splitlines() if "toy-letters-v0" in line and "│" in line]
+    assert rows and long_id in rows[0]  # in the table row itself, not only elsewhere
+    listed = run("runs", "--db", db)
+    assert any(long_id in line for line in listed.stdout.splitlines())
+    assert json.loads(run("runs", "--db", db, "--json").stdout)[0]["run_id"] == long_id

@@ -1,19 +1,22 @@
 """A thin GRPO trainer for gymhub environments: read it top to bottom.
 
-    config → [pick tasks → G episodes per task (multi-turn, tools, token in / token out)
-              → verdicts → RewardConfig.combine (outcome + β·path signal, group-normalised)
-              → mismatch monitor → clipped token-level loss on policy tokens → optimiser step
-              → weight sync to the generator] × steps
+    config → [draw tasks (one env, or a weighted mixture) → G episodes per task (multi-turn,
+              tools, token in / token out) → verdicts → RewardConfig.combine (outcome + β·path
+              signal, group-normalised) → π_old and the mismatch monitor → μ × (clipped
+              token-level loss on policy tokens → optimiser step) → weight sync to the generator
+              → every ``eval_every`` steps: greedy pass@1 and pass@k on held-out tasks] × steps
 
 The rollouts go through gymhub's rollout engine with a token-in/token-out generator, so the
 ids the loss sees are exactly the ids the sampler produced, and env tokens have mask 0.
+Every tensor lives on the model's device; log-probs and the loss are float32 whatever the
+model's dtype (``token_logprobs`` upcasts the logits), and so are the batch's float tensors.
+Helpers live beside this file: ``env_mixture`` (which tasks), ``mismatch`` (the monitor),
+``evaluation`` (pass@k), ``grpo_logs`` (metrics, writers, the reward curve).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import math
 import random
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -21,15 +24,30 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gymhub.errors import GymhubError
-from gymhub.registry import make
 from gymhub.token_episodes import TokenEpisode, token_episode
-from gymhub.types import RewardConfig, Task, TrajectoryGroup
+from gymhub.trainers.env_mixture import EnvMixture, env_weights
+from gymhub.trainers.evaluation import eval_tasks, evaluate
+from gymhub.trainers.grpo_logs import Writers, per_env_stats, plot_rewards, reward_stats
+from gymhub.trainers.mismatch import mismatch_report
+from gymhub.types import Task, TrajectoryGroup
+
+__all__ = [
+    "Batch",
+    "GRPOConfig",
+    "GRPOTrainer",
+    "grpo_loss",
+    "loss_normaliser",
+    "make_batch",
+    "mismatch_report",
+    "plot_rewards",
+    "token_logprobs",
+]
 
 
 @dataclass
 class GRPOConfig:
     # what to train, on what
-    env: str = "toy-letters-v0"
+    env: str | dict[str, float] = "toy-letters-v0"  # an env id, or {env_id: weight}: a mixture
     model: str = ""  # a transformers folder or a built-in alias (see gymhub.trainers.models)
     split: str = "train"
     output_dir: str = "runs/grpo"
@@ -49,15 +67,19 @@ class GRPOConfig:
     openai_model: str | None = None  # openai backend: the base model's served name
     vllm_max_model_len: int = 2048
     vllm_gpu_memory_utilization: float = 0.3  # the trainer shares the GPU
-    # reward: the env's RewardConfig unless overridden here (e.g. {"beta": 0.2})
+    # reward: each env's RewardConfig unless overridden here (e.g. {"beta": 0.2};
+    # Dr. GRPO: {"normalization": "mean"} with loss_agg="dr-grpo")
     reward: dict[str, Any] = field(default_factory=dict)
-    dynamic_sampling: bool = False  # drop groups whose advantages are all 0, sample more
+    dynamic_sampling: bool = False  # drop groups whose advantages are all 0, sample fresh tasks
     max_refills: int = 4
     # optimisation
     lr: float = 1e-3
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
     micro_batch: int = 16  # sequences per forward/backward; gradients accumulate over them
+    updates_per_batch: int = 1  # μ: optimiser steps on each sampled batch, all against one π_old
+    old_logprobs: Literal["trainer", "sampler"] = "trainer"  # π_old: the trainer's forward
+    # before the first update, or the log-probs the sampler recorded at generation
     clip_low: float = 0.2
     clip_high: float = 0.2  # > clip_low: DAPO's clip-higher
     loss_agg: Literal["token-mean", "seq-mean", "dr-grpo"] = "token-mean"
@@ -65,12 +87,28 @@ class GRPOConfig:
     tis_cap: float | None = None  # truncated importance sampling against the sampler (e.g. 2.0)
     lora_rank: int = 0  # > 0: train a LoRA adapter (peft) instead of all weights
     lora_alpha: int = 16
+    # held-out evaluation (the eval split)
+    eval_every: int = 0  # steps; 0: never. Also before the first step and after the last
+    eval_tasks: int = 16  # per env, the first N eval-split tasks; 0: all of them
+    eval_samples: int = 8  # n: sampled episodes per eval task, for pass@k
+    eval_k: int = 4  # k of pass@k (≤ eval_samples)
     # bookkeeping
     checkpoint_every: int = 0  # steps; 0: only at the end
     resume: bool = False  # continue from output_dir/checkpoint
     tensorboard: bool = False
     wandb: bool = False
     console: bool = True
+
+    def __post_init__(self) -> None:
+        env_weights(self.env)  # a readable error for a bad mixture, before anything loads
+        if self.updates_per_batch < 1:
+            raise GymhubError(f"updates_per_batch must be >= 1, got {self.updates_per_batch}")
+        if not (0 <= self.clip_low < 1 and self.clip_high >= 0):
+            raise GymhubError(
+                f"need 0 <= clip_low < 1 and clip_high >= 0, got {self.clip_low}, {self.clip_high}"
+            )
+        if self.eval_every and not 1 <= self.eval_k <= self.eval_samples:
+            raise GymhubError(f"need 1 <= eval_k <= eval_samples, got {self.eval_k}, {self.eval_samples}")
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> GRPOConfig:
@@ -86,7 +124,7 @@ class GRPOConfig:
 
 @dataclass
 class Batch:
-    """The step's episodes as padded tensors (one row per trajectory)."""
+    """The step's episodes as padded tensors (one row per trajectory), on the model's device."""
 
     input_ids: Any  # [B, T]  prompt + completion, right-padded
     attention: Any  # [B, T]
@@ -134,8 +172,10 @@ def _cut(record: TokenEpisode, max_tokens: int) -> TokenEpisode:
 
 
 def make_batch(
-    groups: list[TrajectoryGroup], version: int, pad_id: int, device: str, max_tokens: int = 1 << 30
+    groups: list[TrajectoryGroup], version: int, pad_id: int, device: Any, max_tokens: int = 1 << 30
 ) -> Batch:
+    """Pad the episodes into one batch, assembled on the host, then moved to ``device`` in one
+    transfer per tensor. Float tensors are float32, the dtype of the log-probs they meet."""
     import torch
 
     rows: list[tuple[TokenEpisode, float]] = [
@@ -146,22 +186,23 @@ def make_batch(
     width = max(len(r.prompt_ids) + len(r.completion_ids) for r, _ in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     attention = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), width - 1))
-    behaviour = torch.zeros((len(rows), width - 1))
+    mask = torch.zeros((len(rows), width - 1), dtype=torch.float32)
+    behaviour = torch.zeros((len(rows), width - 1), dtype=torch.float32)
     for i, (r, _) in enumerate(rows):
         seq = r.prompt_ids + r.completion_ids
-        ids[i, : len(seq)] = torch.tensor(seq)
+        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
         attention[i, : len(seq)] = 1
         start = len(r.prompt_ids) - 1  # position predicting the first completion token
-        mask[i, start : start + len(r.completion_ids)] = torch.tensor(r.loss_mask, dtype=torch.float)
-        behaviour[i, start : start + len(r.completion_ids)] = torch.tensor(r.logprobs)
+        end = start + len(r.completion_ids)
+        mask[i, start:end] = torch.tensor(r.loss_mask, dtype=torch.float32)
+        behaviour[i, start:end] = torch.tensor(r.logprobs, dtype=torch.float32)
     return Batch(
         input_ids=ids.to(device),
         attention=attention.to(device),
         targets=ids[:, 1:].to(device),
         loss_mask=mask.to(device),
         behaviour_logprobs=behaviour.to(device),
-        advantages=torch.tensor([a for _, a in rows], dtype=torch.float).to(device),
+        advantages=torch.tensor([a for _, a in rows], dtype=torch.float32).to(device),
         policy_version=[version] * len(rows),
     )
 
@@ -173,12 +214,15 @@ def grpo_loss(
     ref: Any | None,
     batch_slice: dict[str, Any],
     cfg: GRPOConfig,
-    norm: float,
-) -> tuple[Any, dict[str, float]]:
+    norm: Any,
+) -> tuple[Any, dict[str, Any]]:
     """The clipped surrogate on policy tokens of one micro-batch, already divided by ``norm``.
 
-    ``norm`` is the whole batch's normaliser, so summing micro-batch losses gives the
-    full-batch loss and accumulated gradients equal the full-batch gradient.
+    ``new``, ``old``, ``behaviour``, ``ref``: log π_θ, log π_old, log π_sampler, log π_ref of
+    each target token, [b, T-1]. ``norm`` is the whole batch's normaliser
+    (:func:`loss_normaliser`), so summing micro-batch losses gives the full-batch loss and
+    accumulated gradients equal the full-batch gradient. The stats are 0-d tensors on the
+    inputs' device (sums over policy tokens), so no value leaves the device here.
     """
     import torch
 
@@ -186,61 +230,39 @@ def grpo_loss(
     ratio = torch.exp(new - old)  # r_t = π_θ(a_t) / π_old(a_t)
     clipped = torch.clamp(ratio, 1 - cfg.clip_low, 1 + cfg.clip_high)  # clip(r_t, 1-ε_low, 1+ε_high)
     surrogate = torch.minimum(ratio * adv, clipped * adv)  # min(r·A, clip(r)·A): the PPO objective
+    tis = torch.ones_like(ratio)
     if cfg.tis_cap is not None:  # w_t = min(π_old / π_sampler, C): correct for sampler mismatch
-        surrogate = surrogate * torch.clamp(torch.exp(old - behaviour), max=cfg.tis_cap)
+        tis = torch.clamp(torch.exp(old - behaviour), max=cfg.tis_cap).detach()
+        surrogate = surrogate * tis
     per_token = -surrogate
     if ref is not None:  # k3 = exp(ref - new) - (ref - new) - 1 ≥ 0: an unbiased KL(π_θ‖π_ref) estimate
         delta = ref - new
         per_token = per_token + cfg.kl_coef * (torch.exp(delta) - delta - 1)
-    if cfg.loss_agg == "seq-mean":  # mean over sequences of each sequence's token mean
+    if cfg.loss_agg == "seq-mean":  # Σ_i (Σ_t ℓ_it / |o_i|) / B: each sequence's token mean, averaged
         per_seq = (per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1)
         loss = per_seq.sum() / norm
-    else:  # token-mean: Σ / (policy tokens in the batch); dr-grpo: Σ / (B · max_episode_tokens)
+    else:  # token-mean: Σ_it ℓ_it / (policy tokens in the batch); dr-grpo: Σ_it ℓ_it / (B · L_max)
         loss = (per_token * mask).sum() / norm
     with torch.no_grad():
-        m = mask.bool()
+        # the clip bites where min() took the clipped term: A > 0 and r > 1+ε_high (no further
+        # push up), or A < 0 and r < 1-ε_low (no further push down); there the gradient is 0
+        bites = ((adv > 0) & (ratio > 1 + cfg.clip_high)) | ((adv < 0) & (ratio < 1 - cfg.clip_low))
+        kl = torch.exp(ref - new) - (ref - new) - 1 if ref is not None else torch.zeros_like(ratio)
         stats = {
-            "clipped_tokens": float(((ratio[m] < 1 - cfg.clip_low) | (ratio[m] > 1 + cfg.clip_high)).sum()),
-            "kl_sum": float((((ref - new).exp() - (ref - new) - 1)[m]).sum()) if ref is not None else 0.0,
+            "clipped_tokens": (bites * mask).sum(),
+            "kl_sum": (kl * mask).sum(),
+            "tis_weight_sum": (tis * mask).sum(),
         }
     return loss, stats
 
 
-def loss_normaliser(batch: Batch, cfg: GRPOConfig) -> float:
-    if cfg.loss_agg == "token-mean":
-        return float(batch.loss_mask.sum().clamp(min=1))
-    if cfg.loss_agg == "seq-mean":
+def loss_normaliser(batch: Batch, cfg: GRPOConfig) -> Any:
+    """The whole batch's loss denominator (a 0-d tensor on the batch's device, or a number)."""
+    if cfg.loss_agg == "token-mean":  # policy tokens in the batch
+        return batch.loss_mask.sum().clamp(min=1)
+    if cfg.loss_agg == "seq-mean":  # sequences in the batch
         return float(len(batch.advantages))
-    return float(len(batch.advantages) * cfg.max_episode_tokens)  # Dr. GRPO's constant
-
-
-def mismatch_report(
-    old: Any, behaviour: Any, mask: Any, version: list[int], trainer_version: int
-) -> dict[str, float]:
-    """How far the sampler's log-probs are from the trainer's, on the sampled tokens.
-
-    The failure this catches: a generator whose weights, dtype or kernels differ from the
-    trainer's silently turns on-policy training off-policy.
-    """
-    import torch
-
-    m = mask.bool()
-    if not m.any():
-        return {}
-    delta = (old - behaviour)[m]
-    ratio = torch.exp(delta)  # π_trainer / π_sampler per token
-    q = torch.quantile(ratio, torch.tensor([0.01, 0.5, 0.99], dtype=ratio.dtype))
-    return {
-        "mismatch/abs_logprob_diff_mean": float(delta.abs().mean()),
-        "mismatch/abs_logprob_diff_max": float(delta.abs().max()),
-        "mismatch/ratio_mean": float(ratio.mean()),
-        "mismatch/ratio_p01": float(q[0]),
-        "mismatch/ratio_p50": float(q[1]),
-        "mismatch/ratio_p99": float(q[2]),
-        "mismatch/ratio_max": float(ratio.max()),
-        "mismatch/kl_approx": float((ratio - 1 - delta).mean()),  # k3 of sampler vs trainer
-        "mismatch/staleness_max": float(max(trainer_version - v for v in version)),
-    }
+    return float(len(batch.advantages) * cfg.max_episode_tokens)  # Dr. GRPO's constant: B · L_max
 
 
 class GRPOTrainer:
@@ -259,22 +281,29 @@ class GRPOTrainer:
         if model is None:
             model, tokenizer = load_model(cfg)
         self.model, self.tok = model, tokenizer
+        self.device = next(self.model.parameters()).device  # every tensor the trainer makes goes here
+        if self.device.type != torch.device(cfg.device).type:
+            raise GymhubError(f"the model is on {self.device} but cfg.device is {cfg.device!r}")
+        pad = self.tok.pad_token_id
+        self.pad_id = pad if pad is not None else self.tok.eos_token_id
         self.ref_model = self._reference() if cfg.kl_coef > 0 else None  # none loaded when β_KL = 0
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.generator = make_generator(cfg, self.model, self.tok)
-        env_kwargs: dict[str, Any] = {"split": cfg.split}
+        self.env_kwargs: dict[str, Any] = {"split": cfg.split}
         if cfg.max_turns is not None:
-            env_kwargs["max_turns"] = cfg.max_turns
-        self.env_kwargs = env_kwargs
-        probe = make(cfg.env, **env_kwargs)
-        self.tasks: list[Task] = list(probe.tasks)
-        base = probe.reward_config.model_dump()
-        probe.close()
-        self.reward = RewardConfig(**{**base, **cfg.reward})
+            self.env_kwargs["max_turns"] = cfg.max_turns
+        self.mixture = EnvMixture(
+            cfg.env, split=cfg.split, seed=cfg.seed, env_kwargs=self.env_kwargs, reward_overrides=cfg.reward
+        )
+        self.eval_tasks: dict[str, list[Task]] = (
+            {e: eval_tasks(e, self.env_kwargs, cfg.eval_tasks) for e in self.mixture.env_ids}
+            if cfg.eval_every
+            else {}
+        )
         self.step = 0
         self.history: list[dict[str, Any]] = []
-        self._writers = _Writers(cfg, self.out)
+        self._writers = Writers(cfg, self.out)
         if cfg.resume:
             self.load_checkpoint(self.out / "checkpoint")
 
@@ -289,45 +318,19 @@ class GRPOTrainer:
         return ref
 
     # ------------------------------------------------------------ 1. sample
-    def pick_tasks(self, step: int, n: int, offset: int = 0) -> list[Task]:
-        """A fresh shuffle of the task pool per epoch, walked in order (resumable by step)."""
-        out = []
-        for k in range(n):
-            index = (step * self.cfg.tasks_per_step + offset + k) % len(self.tasks)
-            epoch = (step * self.cfg.tasks_per_step + offset + k) // len(self.tasks)
-            order = list(range(len(self.tasks)))
-            random.Random(self.cfg.seed * 1_000_003 + epoch).shuffle(order)
-            out.append(self.tasks[order[index]])
-        return out
-
     def sample(self) -> tuple[list[TrajectoryGroup], dict[str, float]]:
-        from gymhub.rollout_engine import arollout
-
+        """``tasks_per_step`` groups. With dynamic sampling, a group whose advantages are all 0
+        is dropped and a refill draws fresh tasks (never the next step's: the draw advances)."""
         cfg = self.cfg
         groups: list[TrajectoryGroup] = []
         flat: list[TrajectoryGroup] = []  # zero-variance groups, used only if nothing else came
-        dropped, offset = 0, 0
+        dropped = 0
         for attempt in range(1 + (cfg.max_refills if cfg.dynamic_sampling else 0)):
-            need = cfg.tasks_per_step - len(groups)
-            tasks = self.pick_tasks(self.step, need, offset)
-            offset += need
-
-            async def play(tasks: list[Task] = tasks, attempt: int = attempt) -> list[TrajectoryGroup]:
-                return [
-                    g
-                    async for g in arollout(
-                        cfg.env,
-                        self.generator.policy(),
-                        tasks=tasks,
-                        group_size=cfg.group_size,
-                        concurrency=cfg.concurrency,
-                        seed=cfg.seed * 1_000_003 + self.step * 101 + attempt,
-                        env_kwargs=self.env_kwargs,
-                    )
-                ]
-
-            for g in asyncio.run(play()):
-                g = self._rescored(g)
+            drawn = self.mixture.draw(cfg.tasks_per_step - len(groups))
+            seed = cfg.seed * 1_000_003 + self.step * 101 + attempt
+            for g in self._rollout(drawn, seed):
+                # rewards and advantages under this run's RewardConfig for the group's env
+                g = TrajectoryGroup.build(list(g.trajectories), self.mixture.rewards[g.env_id])
                 if cfg.dynamic_sampling and all(a == 0 for a in g.advantages):
                     dropped += 1  # a zero-variance group carries no gradient: sample another
                     flat.append(g)
@@ -341,8 +344,37 @@ class GRPOTrainer:
             raise GymhubError(f"{len(errored)} episodes failed, e.g.: {errored[0].error}")
         return groups[: cfg.tasks_per_step], {"dropped_groups": float(dropped)}
 
-    def _rescored(self, group: TrajectoryGroup) -> TrajectoryGroup:
-        return TrajectoryGroup.build(list(group.trajectories), self.reward)
+    def _rollout(self, drawn: list[tuple[str, Task]], seed: int) -> list[TrajectoryGroup]:
+        """G episodes of each drawn task, each env's tasks through the rollout engine at once;
+        the groups come back in draw order."""
+        from gymhub.rollout_engine import arollout
+
+        cfg = self.cfg
+        policy = self.generator.policy()
+        by_env: dict[str, list[Task]] = {}
+        for env_id, task in drawn:
+            by_env.setdefault(env_id, []).append(task)
+
+        async def play(env_id: str, tasks: list[Task]) -> list[TrajectoryGroup]:
+            return [
+                g
+                async for g in arollout(
+                    env_id,
+                    policy,
+                    tasks=tasks,
+                    group_size=cfg.group_size,
+                    concurrency=cfg.concurrency,
+                    seed=seed,
+                    env_kwargs=self.env_kwargs,
+                )
+            ]
+
+        async def play_all() -> list[list[TrajectoryGroup]]:
+            return await asyncio.gather(*(play(e, tasks) for e, tasks in by_env.items()))
+
+        groups = [g for per_env in asyncio.run(play_all()) for g in per_env]
+        position = {key: i for i, key in reversed(list(enumerate((e, t.id) for e, t in drawn)))}
+        return sorted(groups, key=lambda g: position.get((g.env_id, g.task_id), len(drawn)))
 
     # ------------------------------------------------------------ 2. learn
     def train_step(self) -> dict[str, Any]:
@@ -353,54 +385,68 @@ class GRPOTrainer:
         self.model.eval()
         groups, sample_stats = self.sample()
         t_generate = time.perf_counter() - t0
-        pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
-        batch = make_batch(groups, self.generator.version, pad, cfg.device, cfg.max_episode_tokens)
+        batch = make_batch(groups, self.generator.version, self.pad_id, self.device, cfg.max_episode_tokens)
         t1 = time.perf_counter()
         self.model.train()
         rows = len(batch.advantages)
         slices = [slice(i, min(i + cfg.micro_batch, rows)) for i in range(0, rows, cfg.micro_batch)]
         norm = loss_normaliser(batch, cfg)
-        total_loss, clipped, kl_sum, olds = 0.0, 0.0, 0.0, []
-        self.optimizer.zero_grad(set_to_none=True)
-        for s in slices:  # gradient accumulation over micro-batches; the step comes after all of them
-            new = self._logprobs(self.model, batch, s)
-            # π_old = π_θ before this update: one update per batch, so it is this very forward,
-            # detached (r = 1 in value, ∇r = ∇log π_θ). Also the mismatch monitor's input.
-            old = new.detach()
-            with torch.no_grad():
-                ref = self._ref_logprobs(batch, s) if cfg.kl_coef > 0 else None
-            part = {"mask": batch.loss_mask[s], "advantages": batch.advantages[s]}
-            loss, stats = grpo_loss(new, old, batch.behaviour_logprobs[s], ref, part, cfg, norm)
-            loss.backward()
-            olds.append(old)
-            total_loss += float(loss.detach())
-            clipped += stats["clipped_tokens"]
-            kl_sum += stats["kl_sum"]
-        monitor = mismatch_report(
-            torch.cat(olds), batch.behaviour_logprobs, batch.loss_mask, batch.policy_version, self.step
-        )
         params = [p for p in self.model.parameters() if p.requires_grad]
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-        self.optimizer.step()
+        before: list[Any] = []  # log π_θ before the first update, per micro-batch
+        olds: list[Any] = []  # log π_old, kept for all μ updates
+        refs: list[Any] = []  # log π_ref (KL), likewise fixed
+        per_update = []  # [loss, grad norm, clipped tokens, KL sum, TIS weight sum] of each update
+        for update in range(cfg.updates_per_batch):  # μ optimiser steps on this one batch
+            self.optimizer.zero_grad(set_to_none=True)
+            sums = torch.zeros(4, device=self.device)
+            for i, s in enumerate(slices):  # gradient accumulation; the step comes after all of them
+                new = self._logprobs(self.model, batch, s)
+                if update == 0:
+                    # π_old = the policy that sampled this batch: the trainer's own forward before
+                    # any update (detached: r = 1 in value, ∇r = ∇log π_θ), or the sampler's record.
+                    before.append(new.detach())
+                    olds.append(before[i] if cfg.old_logprobs == "trainer" else batch.behaviour_logprobs[s])
+                    with torch.no_grad():
+                        refs.append(self._ref_logprobs(batch, s) if cfg.kl_coef > 0 else None)
+                part = {"mask": batch.loss_mask[s], "advantages": batch.advantages[s]}
+                loss, stats = grpo_loss(new, olds[i], batch.behaviour_logprobs[s], refs[i], part, cfg, norm)
+                loss.backward()
+                sums += torch.stack(
+                    [loss.detach(), stats["clipped_tokens"], stats["kl_sum"], stats["tis_weight_sum"]]
+                )
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)  # ‖g‖ ≤ max_grad_norm
+            self.optimizer.step()
+            per_update.append(torch.cat([sums[:1], grad_norm.reshape(1).to(sums), sums[1:]]))
+        loss_mean, grad_norm_mean, clipped, kl_sum, tis_sum = torch.stack(per_update).mean(0).tolist()
+        policy_tokens = float(batch.loss_mask.sum())
+        monitor: dict[str, float] = {}
+        if policy_tokens > 0:  # the sampler's log-probs against the trainer's, before the update
+            report = mismatch_report(torch.cat(before), batch.behaviour_logprobs, batch.loss_mask)
+            monitor = dict(zip(report, torch.stack(list(report.values())).tolist(), strict=True))
+            monitor["mismatch/staleness_max"] = float(max(self.step - v for v in batch.policy_version))
         self.step += 1
         self.generator.sync(self.model, self.step)  # the generator samples from the new weights
         t_train = time.perf_counter() - t1
-        policy_tokens = float(batch.loss_mask.sum())
+        tokens = max(policy_tokens, 1.0)
         metrics = {
             "step": self.step,
-            "loss": total_loss,
-            "grad_norm": grad_norm,
-            "kl": kl_sum / max(policy_tokens, 1.0),
-            "clip_fraction": clipped / max(policy_tokens, 1.0),
+            "loss": loss_mean,  # means over the μ updates
+            "grad_norm": grad_norm_mean,
+            "kl": kl_sum / tokens,
+            "clip_fraction": clipped / tokens,  # policy tokens whose gradient the clip removed
+            "tis_weight_mean": tis_sum / tokens,
             "policy_tokens": policy_tokens,
             "tokens_per_s": policy_tokens / max(t_generate, 1e-9),
             "time/generate_s": t_generate,
             "time/train_s": t_train,
             **sample_stats,
-            **_reward_stats(groups),
+            **reward_stats(groups),
+            **per_env_stats(groups),
             **monitor,
         }
         metrics["time/verify_s"] = sum(t.timings.get("env_s", 0.0) for g in groups for t in g.trajectories)
+        if cfg.eval_every and (self.step % cfg.eval_every == 0 or self.step == cfg.steps):
+            metrics |= self.evaluate()
         self.history.append(metrics)
         self._writers.write(metrics)
         return metrics
@@ -416,8 +462,29 @@ class GRPOTrainer:
         with self.model.disable_adapter():  # LoRA: the base model is the reference
             return self._logprobs(self.model, batch, s)
 
+    # ------------------------------------------------------------ 3. evaluate
+    def evaluate(self) -> dict[str, float]:
+        """``eval/...``: greedy pass@1 and sampled pass@k on the held-out tasks (see evaluation.py)."""
+        cfg = self.cfg
+        start = time.perf_counter()
+        self.model.eval()
+        metrics = evaluate(
+            self.generator.policy(),
+            self.eval_tasks,
+            samples=cfg.eval_samples,
+            k=cfg.eval_k,
+            concurrency=cfg.concurrency,
+            seed=cfg.seed * 1_000_003 - 1,  # the same draws at every evaluation: curves compare
+            env_kwargs=self.env_kwargs,
+        )
+        return metrics | {"time/eval_s": time.perf_counter() - start}
+
     def train(self) -> list[dict[str, Any]]:
         cfg = self.cfg
+        if cfg.eval_every and self.step == 0:  # the starting point of the eval curve
+            row = {"step": 0, **self.evaluate()}
+            self.history.append(row)
+            self._writers.write(row)
         while self.step < cfg.steps:
             self.train_step()
             if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
@@ -426,7 +493,7 @@ class GRPOTrainer:
         self._writers.close(self.history)
         return self.history
 
-    # ------------------------------------------------------------ 3. checkpoints
+    # ------------------------------------------------------------ 4. checkpoints
     def save_checkpoint(self, folder: Path) -> None:
         import torch
 
@@ -438,6 +505,7 @@ class GRPOTrainer:
                 "optimizer": self.optimizer.state_dict(),
                 "step": self.step,
                 "rng": {"torch": torch.get_rng_state(), "python": random.getstate()},
+                "tasks": self.mixture.state_dict(),
                 "history": self.history,
                 "config": asdict(self.cfg),
             },
@@ -458,6 +526,7 @@ class GRPOTrainer:
         self.history = list(state["history"])
         torch.set_rng_state(state["rng"]["torch"])
         random.setstate(state["rng"]["python"])
+        self.mixture.load_state_dict(state["tasks"])
         self.generator.sync(self.model, self.step)
 
     def _load_weights(self, folder: Path) -> dict[str, Any]:
@@ -478,91 +547,3 @@ def _peft_name(key: str) -> str:
     return key.replace(".lora_A.weight", ".lora_A.default.weight").replace(
         ".lora_B.weight", ".lora_B.default.weight"
     )
-
-
-def _reward_stats(groups: list[TrajectoryGroup]) -> dict[str, float]:
-    rewards = [r for g in groups for r in g.rewards]
-    verdicts = [t.verdict for g in groups for t in g.trajectories if t.verdict is not None]
-    mean = sum(rewards) / len(rewards)
-    stats = {
-        "reward_mean": mean,
-        "reward_std": math.sqrt(sum((r - mean) ** 2 for r in rewards) / len(rewards)),
-        "outcome_mean": sum(v.outcome for v in verdicts) / len(verdicts),
-        "path_signal_mean": sum(v.path_signal for v in verdicts) / len(verdicts),
-        "zero_variance_groups": sum(all(a == 0 for a in g.advantages) for g in groups) / len(groups),
-    }
-    rules: dict[str, int] = {}
-    for v in verdicts:
-        for rule in {e.rule for e in v.path_events}:
-            rules[rule] = rules.get(rule, 0) + 1
-    stats |= {f"rule/{rule}": n / len(verdicts) for rule, n in sorted(rules.items())}
-    return stats
-
-
-class _Writers:
-    """JSONL always; a rich console line; TensorBoard / W&B when asked and installed."""
-
-    def __init__(self, cfg: GRPOConfig, out: Path) -> None:
-        self.jsonl = open(out / "metrics.jsonl", "a", encoding="utf-8")
-        self.console = None
-        if cfg.console:
-            from rich.console import Console
-
-            self.console = Console(stderr=True)
-        self.tb = None
-        if cfg.tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.tb = SummaryWriter(str(out / "tensorboard"))
-        self.wandb = None
-        if cfg.wandb:
-            import wandb
-
-            self.wandb = wandb.init(project="gymhub", config=asdict(cfg))
-        self.out = out
-
-    def write(self, m: dict[str, Any]) -> None:
-        self.jsonl.write(json.dumps(m) + "\n")
-        self.jsonl.flush()
-        if self.console is not None:
-            self.console.print(
-                f"step {m['step']:>4}  reward {m['reward_mean']:.3f}±{m['reward_std']:.3f}  "
-                f"outcome {m['outcome_mean']:.3f}  loss {m['loss']:+.4f}  |g| {m['grad_norm']:.3f}  "
-                f"kl {m['kl']:.4f}  Δlogp {m.get('mismatch/abs_logprob_diff_max', 0.0):.1e}  "
-                f"gen {m['time/generate_s']:.2f}s train {m['time/train_s']:.2f}s",
-                highlight=False,
-            )
-        if self.tb is not None:
-            for k, v in m.items():
-                self.tb.add_scalar(k, v, m["step"])
-        if self.wandb is not None:
-            self.wandb.log(m, step=m["step"])
-
-    def close(self, history: list[dict[str, Any]]) -> None:
-        self.jsonl.close()
-        if self.tb is not None:
-            self.tb.close()
-        if self.wandb is not None:
-            self.wandb.finish()
-        plot_rewards(history, self.out / "reward_curve.png")
-
-
-def plot_rewards(history: list[dict[str, Any]], path: Path) -> None:
-    """The reward curve as a PNG (skipped without matplotlib)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    steps = [m["step"] for m in history]
-    ax.plot(steps, [m["reward_mean"] for m in history], label="reward")
-    ax.plot(steps, [m["outcome_mean"] for m in history], label="outcome", alpha=0.7)
-    ax.set_xlabel("step")
-    ax.set_ylabel("mean")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)

@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 import fastmcp
 
 from gymhub.env import Env, EnvReply
-from gymhub.tool_calls import reject_duplicate_tool_call_ids
 from gymhub.types import Message, ToolCall
 
 MAX_TOOL_OUTPUT = 8_000
@@ -105,7 +104,6 @@ class McpToolEnv(Env):
             return EnvReply(
                 [Message(role="user", content="Use the tools; call finish when the request is handled.")]
             )
-        reject_duplicate_tool_call_ids(message.tool_calls)
         replies, done = [], False
         for call in message.tool_calls:
             if done:  # nothing after finish runs (and the calls-after-finish rule penalises it)

@@ -14,7 +14,7 @@ from gymhub.env import Env, EnvReply
 from gymhub.envs.search.corpus import documents
 from gymhub.envs.search.engines import ENGINES
 from gymhub.envs.search.tasks import build_search_tasks
-from gymhub.tool_calls import reject_duplicate_tool_call_ids, tool_schema
+from gymhub.tool_calls import tool_schema
 from gymhub.types import Message, Task, ToolCall
 from gymhub.verifiers.base import BaseVerifier
 from gymhub.verifiers.checkers.text_match import normalized_match, token_f1
@@ -107,7 +107,6 @@ class SearchEnv(Env):
         self._answer = None
 
     async def on_action(self, message: Message) -> EnvReply:
-        reject_duplicate_tool_call_ids(message.tool_calls)
         answered = False
 
         async def call_once(call: ToolCall) -> tuple[str, bool]:

@@ -19,6 +19,8 @@ import zipfile
 from collections.abc import Callable
 from typing import Any
 
+from gymhub.envs.terminal.unpack_budget import UnpackBudget
+
 MAX_UNPACKED = 16 * 1024 * 1024  # bytes, all members together
 
 _COMPRESSIONS: dict[str, tuple[bytes, Callable[[io.BytesIO], Any]]] = {
@@ -45,15 +47,17 @@ def looks_like_archive(data: bytes) -> bool:
     return _compression(data) is not None or data.startswith(_ZIP_MAGIC) or _is_tar(data)
 
 
-def _decompress(name: str, data: bytes) -> bytes:
+def _decompress(name: str, data: bytes, budget: UnpackBudget) -> bytes:
+    limit = max(0, min(MAX_UNPACKED, budget.left))
     with _COMPRESSIONS[name][1](io.BytesIO(data)) as stream:
-        out: bytes = stream.read(MAX_UNPACKED + 1)  # to the end: the stream's checksum is checked
+        out: bytes = stream.read(limit + 1)  # to the end: the stream's checksum is checked
+    budget.take(len(out))
     if len(out) > MAX_UNPACKED:
         raise ArchiveError(f"unpacks to more than {MAX_UNPACKED} bytes")
     return out
 
 
-def _tar_members(payload: bytes) -> list[dict[str, Any]]:
+def _tar_members(payload: bytes, budget: UnpackBudget) -> list[dict[str, Any]]:
     members: list[dict[str, Any]] = []
     total = 0
     with tarfile.open(fileobj=io.BytesIO(payload), mode="r:") as tar:
@@ -64,6 +68,7 @@ def _tar_members(payload: bytes) -> list[dict[str, Any]]:
                 assert handle is not None
                 member |= {"type": "file", "data": handle.read()}  # raises on truncated data
                 total += len(member["data"])
+                budget.take(len(member["data"]))
             elif info.isdir():
                 member["type"] = "dir"
             elif info.issym() or info.islnk():
@@ -80,7 +85,7 @@ def _tar_members(payload: bytes) -> list[dict[str, Any]]:
     return members
 
 
-def _zip_members(payload: bytes) -> list[dict[str, Any]]:
+def _zip_members(payload: bytes, budget: UnpackBudget) -> list[dict[str, Any]]:
     members: list[dict[str, Any]] = []
     total = 0
     with zipfile.ZipFile(io.BytesIO(payload)) as archive:
@@ -91,8 +96,9 @@ def _zip_members(payload: bytes) -> list[dict[str, Any]]:
                 member["type"] = "dir"
             else:
                 with archive.open(info) as handle:  # reading to the end checks the CRC
-                    data = handle.read(MAX_UNPACKED - total + 1)
+                    data = handle.read(max(0, min(MAX_UNPACKED - total, budget.left)) + 1)
                 total += len(data)
+                budget.take(len(data))
                 if total > MAX_UNPACKED:
                     raise ArchiveError(f"members hold more than {MAX_UNPACKED} bytes")
                 kind = "symlink" if stat.S_ISLNK(unix_mode) else "file"
@@ -101,20 +107,22 @@ def _zip_members(payload: bytes) -> list[dict[str, Any]]:
     return members
 
 
-def read_archive(data: bytes) -> dict[str, Any]:
+def read_archive(data: bytes, budget: UnpackBudget | None = None) -> dict[str, Any]:
     """``{"format", "members", "error"}``: format like ``tar+gzip``, ``zip``, ``gzip`` (a
     compressed non-archive, its bytes as one member named ``""``); ``error`` is None only
-    when every byte was read and every checksum held."""
+    when every byte was read and every checksum held. What it inflates comes out of
+    ``budget`` (the snapshot's, shared with its other archives and repositories)."""
+    budget = budget or UnpackBudget()
     compression = _compression(data)
     view: dict[str, Any] = {"format": compression or "unknown", "members": [], "error": None}
     try:
-        payload = _decompress(compression, data) if compression else data
+        payload = _decompress(compression, data, budget) if compression else data
         if payload.startswith(_ZIP_MAGIC):
             view["format"] = "zip" if compression is None else f"zip+{compression}"
-            view["members"] = _zip_members(payload)
+            view["members"] = _zip_members(payload, budget)
         elif _is_tar(payload):
             view["format"] = "tar" if compression is None else f"tar+{compression}"
-            view["members"] = _tar_members(payload)
+            view["members"] = _tar_members(payload, budget)
         elif compression:
             view["members"] = [{"name": "", "type": "file", "mode": 0, "data": payload}]
         else:

@@ -16,6 +16,8 @@ import struct
 import zlib
 from typing import Any
 
+from gymhub.envs.terminal.unpack_budget import UnpackBudget, UnpackBudgetExceeded
+
 MAX_OBJECT = 16 * 1024 * 1024
 MAX_HISTORY = 20  # commits followed along first parents
 MAX_TREE_ENTRIES = 10_000
@@ -82,7 +84,8 @@ def _apply_delta(base: bytes, delta: bytes) -> bytes:
 
 
 class _Pack:
-    def __init__(self, index: bytes, pack: bytes) -> None:
+    def __init__(self, index: bytes, pack: bytes, budget: UnpackBudget) -> None:
+        self.budget = budget
         if index[:8] != b"\xfftOc\x00\x00\x00\x02" or pack[:4] != b"PACK":
             raise RepoError("unsupported pack or pack index format")
         count = struct.unpack(">I", index[8 + 255 * 4 : 8 + 256 * 4])[0]
@@ -100,7 +103,12 @@ class _Pack:
             self.offsets[sha] = offset
 
     def read(self, offset: int, lookup: Any, depth: int = 0) -> tuple[str, bytes]:
-        if depth > 100 or offset >= len(self.pack):
+        kind, body = self._read(offset, lookup, depth)
+        self.budget.take(len(body))
+        return kind, body
+
+    def _read(self, offset: int, lookup: Any, depth: int) -> tuple[str, bytes]:
+        if depth > 50 or offset >= len(self.pack):
             raise RepoError("a pack object is out of range or its delta chain too deep")
         byte = self.pack[offset]
         kind, pos = (byte >> 4) & 7, offset + 1
@@ -126,10 +134,11 @@ class _Pack:
 
 
 class _Objects:
-    def __init__(self, git: dict[str, bytes]) -> None:
+    def __init__(self, git: dict[str, bytes], budget: UnpackBudget) -> None:
         self.git = git
+        self.budget = budget
         self.packs = [
-            _Pack(data, git[path[: -len(".idx")] + ".pack"])
+            _Pack(data, git[path[: -len(".idx")] + ".pack"], budget)
             for path, data in sorted(git.items())
             if path.startswith("objects/pack/") and path.endswith(".idx") and path[:-4] + ".pack" in git
         ]
@@ -138,6 +147,7 @@ class _Objects:
         loose = self.git.get(f"objects/{sha[:2]}/{sha[2:]}")
         if loose is not None:
             raw = _inflate(loose)[0]
+            self.budget.take(len(raw))
             header, _, body = raw.partition(b"\x00")
             kind, _, size = header.decode("ascii", errors="replace").partition(" ")
             if not size.isdigit() or int(size) != len(body):
@@ -300,7 +310,9 @@ def _describe(exc: Exception) -> str:
     return f"RepoError: {exc}" if isinstance(exc, RepoError) else type(exc).__name__
 
 
-def read_repo(git: dict[str, bytes], worktree: dict[str, tuple[int, bytes | None]]) -> dict[str, Any]:
+def read_repo(
+    git: dict[str, bytes], worktree: dict[str, tuple[int, bytes | None]], budget: UnpackBudget | None = None
+) -> dict[str, Any]:
     """Summarise one repository from the files of its ``.git`` dir (paths relative to it) and
     its work tree (path -> (mode, bytes or None for unreadable), relative to the repo).
 
@@ -314,7 +326,7 @@ def read_repo(git: dict[str, bytes], worktree: dict[str, tuple[int, bytes | None
             raise RepoError(f"the repository config sets {', '.join(redirects)}")
         if "HEAD" not in git:
             raise RepoError("no HEAD: not a repository")
-        objects = _Objects(git)
+        objects = _Objects(git, budget or UnpackBudget())
         commit_sha = _resolve(git, "HEAD")
         index = _read_index(git["index"]) if "index" in git else {}
         head_tree: dict[str, dict[str, Any]] = {}
@@ -329,7 +341,16 @@ def read_repo(git: dict[str, bytes], worktree: dict[str, tuple[int, bytes | None
             sha = commit["parents"][0] if commit["parents"] else None
         summary["head_tree"] = head_tree
         summary["status"] = _status(head_tree, index, worktree)
-    except (RepoError, ValueError, IndexError, KeyError, StopIteration, struct.error, zlib.error) as exc:
+    except (
+        RepoError,
+        UnpackBudgetExceeded,
+        ValueError,
+        IndexError,
+        KeyError,
+        StopIteration,
+        struct.error,
+        zlib.error,
+    ) as exc:
         summary = {
             "error": _describe(exc),
             "head_tree": {},

@@ -14,6 +14,7 @@ from typing import Any
 
 from gymhub.envs.terminal.archives import looks_like_archive, read_archive
 from gymhub.envs.terminal.git_repo import read_repo
+from gymhub.envs.terminal.unpack_budget import UnpackBudget
 
 SNAPSHOT_LIMIT = 16 * 1024 * 1024  # bytes read out of the sandbox, all files together
 _GIT_SKIPPED = ("hooks/", "logs/")  # never read: samples and reflogs (timestamps)
@@ -40,6 +41,7 @@ def canonical_snapshot(entries: Iterable[Any], read: Callable[[str], bytes]) -> 
     git_files: dict[str, dict[str, bytes]] = {}
     git_markers: dict[str, str] = {}  # repo dir -> kind of its ``.git`` entry
     total = 0
+    budget = UnpackBudget()  # what the archives and repositories below may inflate, together
     for entry in sorted(entries, key=lambda e: e.path):
         inside = _repo_of(entry.path)
         if inside is not None and inside[1] == "":
@@ -56,7 +58,7 @@ def canonical_snapshot(entries: Iterable[Any], read: Callable[[str], bytes]) -> 
             if data is None:
                 files[entry.path] = {"mode": entry.mode, "unread": "over the snapshot limit"}
             elif looks_like_archive(data):
-                files[entry.path] = {"mode": entry.mode, "archive": read_archive(data)}
+                files[entry.path] = {"mode": entry.mode, "archive": read_archive(data, budget)}
             else:
                 files[entry.path] = {"mode": entry.mode, "data": data}
         elif inside is None:
@@ -78,5 +80,5 @@ def canonical_snapshot(entries: Iterable[Any], read: Callable[[str], bytes]) -> 
             for path, entry in files.items()
             if path.startswith(prefix) and not entry.get("dir")
         }
-        repos[repo] = read_repo(git_files.get(repo, {}), worktree)
+        repos[repo] = read_repo(git_files.get(repo, {}), worktree, budget)
     return {"files": files, "git": repos}

@@ -44,7 +44,7 @@ class JsonAnswerVerifier(BaseVerifier):
 class JsonAnswerEnv(SingleReplyEnv):
     def load_tasks(self) -> list[Task]:
         tasks = []
-        for q, (question, solve) in enumerate(QUESTIONS):
+        for question, solve in QUESTIONS:
             for a in range(2, 12):
                 for b in range(1, 5):
                     answer = solve(a, b)

