@@ -72,7 +72,7 @@ def _play(env: Any, task_id: str, actions: list[Any]) -> tuple[Verdict | None, i
 
 
 def _outcome_kind(env: Any) -> str:
-    """The spec's ``outcome`` (``task`` unless the env declares ``format-only``)."""
+    """The spec's ``outcome`` (``task`` unless the env declares ``format-only`` or ``shaped``)."""
     from gymhub.registry import spec
 
     found = getattr(env, "spec_info", None)
@@ -170,7 +170,7 @@ def check_env(
         again, _ = _play(env, task_id, actions)
         if again is None or again.model_dump_json() != verdict.model_dump_json():
             problems.append("the same task and actions gave a different verdict or digest")
-    if check_blind_floor and hasattr(env, "all_tasks") and _outcome_kind(env) != "format-only":
+    if check_blind_floor and hasattr(env, "all_tasks") and _outcome_kind(env) == "task":
         problems += blind_floor_problems(env, tasks_per_split=blind_tasks_per_split)
     if problems:
         raise EnvContractError(

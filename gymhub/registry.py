@@ -52,8 +52,10 @@ class EnvSpec(BaseModel):
     rules: dict[str, Any] = Field(default_factory=dict)
     probes: str = ""
     # "format-only": the outcome scores the reply's form by design, so check_env's blind floor
-    # does not apply (a fixed well-formed reply passes); "task": it scores doing the task.
-    outcome: Literal["task", "format-only"] = "task"
+    # does not apply (a fixed well-formed reply passes); "shaped": a dense toy score by design
+    # (partial credit per character, for learning tests), exempt likewise; "task": it scores
+    # doing the task, and a blind policy must stay at the floor.
+    outcome: Literal["task", "format-only", "shaped"] = "task"
     source: str = "register()"
 
     def load_class(self) -> type[Env]:

@@ -29,6 +29,7 @@ from gymhub.trainers.env_mixture import EnvMixture, env_weights
 from gymhub.trainers.evaluation import eval_tasks, evaluate
 from gymhub.trainers.grpo_logs import Writers, per_env_stats, plot_rewards, reward_stats
 from gymhub.trainers.mismatch import mismatch_report
+from gymhub.trainers.rlvp_metrics import rlvp_stats
 from gymhub.types import Task, TrajectoryGroup
 
 __all__ = [
@@ -441,6 +442,7 @@ class GRPOTrainer:
             "time/train_s": t_train,
             **sample_stats,
             **reward_stats(groups),
+            **rlvp_stats(groups),  # flat-outcome groups the path signal rescued, violations
             **per_env_stats(groups),
             **monitor,
         }

@@ -164,7 +164,7 @@ def _floor_summary(report: BlindFloorReport) -> dict[str, Any]:
         means.setdefault(score.policy, {})[score.split] = score.mean_outcome
     return {
         "limit": BLIND_FLOOR,
-        "exempt": gymhub.spec(report.env_id).outcome == "format-only",
+        "exempt": gymhub.spec(report.env_id).outcome != "task",
         "tasks_per_split": report.tasks_per_split,
         "seconds": report.seconds,
         "mean_outcome": means,
@@ -188,7 +188,9 @@ def blind_floor_table(results: list[dict[str, Any]]) -> Any:
                 text = "-" if value is None else f"{value:.3f}"
                 over = value is not None and value > floor["limit"] and not floor["exempt"]
                 cells.append(f"[red]{text}[/red]" if over else text)
-            label = r["env_id"] + (" (format-only, exempt)" if floor["exempt"] else "")
+            label = r["env_id"] + (
+                f" ({gymhub.spec(r['env_id']).outcome}, exempt)" if floor["exempt"] else ""
+            )
             table.add_row(label, split, *cells)
     return table
 

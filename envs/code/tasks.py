@@ -23,6 +23,7 @@ def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
 
     tasks = []
     for template in TEMPLATES:
+        kept: list[tuple[Any, list[list[Any]], list[str]]] = []  # function, hidden inputs, outputs
         for variant, params in enumerate(template.params):
             rng = random.Random(f"{seed}:{template.name}:{variant}")
             values = {k: str(v) for k, v in params.items()}
@@ -35,6 +36,10 @@ def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
             hidden_outputs = [canonical_json(encode_expected(o)) for o in outputs[VISIBLE_EXAMPLES:]]
             if len(hidden_outputs) < MIN_HIDDEN_TESTS or len(set(hidden_outputs)) == 1:
                 continue  # too few tests, or one constant answer would pass them all: not a real task
+            function, hidden_inputs = namespace[entry], inputs[VISIBLE_EXAMPLES:]
+            if any(_confusable(function, hidden_inputs, hidden_outputs, *other) for other in kept):
+                continue  # a sibling's solution passes it (or it passes the sibling's): a replayable answer
+            kept.append((function, hidden_inputs, hidden_outputs))
             visible = list(zip(inputs, outputs, strict=True))[:VISIBLE_EXAMPLES]
             hidden_tests = [
                 {"args": a, "expected": encode_expected(o)}
@@ -59,6 +64,29 @@ def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
             draft = Task.create(env_id, "train", prompt, hidden, metadata)
             tasks.append(draft.model_copy(update={"split": content_split(hidden)}))
     return tasks
+
+
+def _passes(function: Any, inputs: list[list[Any]], outputs: list[str]) -> bool:
+    """Does ``function`` (a trusted reference) give every expected output?"""
+    for args, expected in zip(inputs, outputs, strict=True):
+        try:
+            if canonical_json(encode_expected(function(*[_copy(a) for a in args]))) != expected:
+                return False
+        except Exception:
+            return False
+    return True
+
+
+def _confusable(
+    function: Any,
+    inputs: list[list[Any]],
+    outputs: list[str],
+    other: Any,
+    other_inputs: list[list[Any]],
+    other_outputs: list[str],
+) -> bool:
+    """Two variants of a template whose hidden tests cannot tell their solutions apart."""
+    return _passes(other, inputs, outputs) or _passes(function, other_inputs, other_outputs)
 
 
 def _unique(inputs: list[list[Any]]) -> list[list[Any]]:

@@ -10,13 +10,16 @@ from gymhub.verifiers.checkers.function_tests import FunctionTest, run_function_
 
 
 class CodeUnitTestVerifier(BaseVerifier):
-    """Outcome 1 only if every hidden test passes; ``details`` has passed/total and status.
+    """Outcome 1 only if every hidden test passes; ``details`` has passed/total and status,
+    and ``runtime_events`` when the harness's audit hook saw the code touch files, sockets,
+    processes or the interpreter (the code rules turn those into penalties).
 
-    The final state is ``{"code": str | None, "bad_action_steps": [...]}``.
+    The final state is ``{"code": str | None, "bad_action_steps": [...]}`` (the multi-turn env
+    adds the ``runtime_events`` of its ``run_tests`` runs).
     """
 
     id = "code-unit-tests"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: penalties from audit events observed at run time
 
     def __init__(
         self, rules: dict[str, float] | None = None, *, timeout: float = 5.0, backend: str = "local"

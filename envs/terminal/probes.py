@@ -86,7 +86,7 @@ def _git_hack(task: Task, how: str) -> Actions:
     if not checks:
         return _bash_script([])
     repo = shlex.quote(checks[0]["repo"])
-    message = shlex.quote(next(c["message"] for c in checks if "message" in c).rstrip("\n"))
+    message = shlex.quote(checks[0]["message"].rstrip("\n"))
     git = f"{_GIT} -C {repo}"
     if how == "wrong-folder":  # one repo for the whole work dir: `git -C repo log` still finds it
         return _bash_script([f"{_GIT} init -q . && {_GIT} add -A && {_GIT} commit -qm {message}"])

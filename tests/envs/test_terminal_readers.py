@@ -205,3 +205,23 @@ def test_repositories_are_keyed_by_where_their_git_dir_is(tmp_path: Path) -> Non
     assert set(state["git"]) == {"", "docs"}
     assert "not a directory" in state["git"][""]["error"]
     assert not [p for p in state["files"] if p.startswith("docs/.git") or p == ".git"]
+
+
+def test_many_small_bombs_share_one_budget(tmp_path: Path) -> None:
+    """40 gzip files of 2 MiB of zeros (2 kB each on disk): the snapshot unpacks 64 MiB at most."""
+    sh(tmp_path, "for i in $(seq 10 49); do head -c 2097152 /dev/zero | gzip -c > z$i.gz; done")
+    views = [entry["archive"] for entry in snapshot(tmp_path)["files"].values()]
+    read = [v for v in views if v["error"] is None]
+    assert len(views) == 40 and 0 < len(read) <= 32
+    assert {v["error"] for v in views if v["error"]} == {"UnpackBudgetExceeded"}
+
+
+def test_an_oversized_object_is_an_error(tmp_path: Path) -> None:
+    root = make_repo(
+        tmp_path,
+        "head -c 17000000 /dev/zero > big",
+        f"{' '.join(GIT)} add big",
+        f"{' '.join(GIT)} commit -qm big",
+    )
+    view = repo_view(root)
+    assert view["error"] is not None and "too large" in view["error"]

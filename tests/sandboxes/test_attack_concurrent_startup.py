@@ -2,11 +2,13 @@
 
 Eight sandboxes of one backend are created at once from eight threads (three bursts). Every one must start
 (no "connection refused" from a job server that is not listening yet, no engine error) and
-run a job; each must have its own uid.
+run a job; each must have its own uid. Two CPU hogs run meanwhile, as on a busy node.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -39,6 +41,13 @@ def test_eight_sandboxes_start_at_once(backend: str, round_: int) -> None:
                 errors.append(f"#{index}: {type(exc).__name__}: {exc}")
 
     threads = [threading.Thread(target=start, args=(i,)) for i in range(BURST)]
+    # a busy machine (a training node): CPU hogs stretch every gap in a server's start-up
+    hogs = [
+        subprocess.Popen(
+            [sys.executable, "-c", "import time\nend = time.time() + 60\nwhile time.time() < end: pass"]
+        )
+        for _ in range(2)
+    ]
     try:
         for thread in threads:
             thread.start()
@@ -48,5 +57,8 @@ def test_eight_sandboxes_start_at_once(backend: str, round_: int) -> None:
         assert errors == [], f"{backend}: {len(errors)} of {BURST} failed: {errors}"
         assert len({box.job_uid for box in boxes}) == BURST, f"{backend}: uids shared in a burst"
     finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
         for box in boxes:
             box.close()

@@ -21,18 +21,29 @@ from gymhub.mcp_server import build_mcp_server  # noqa: E402
 
 async def _play_reference(client: Any, env_id: str, task: gymhub.Task) -> dict[str, Any]:
     """Replay the task's reference solution through MCP tool calls; the last result."""
+    steps = await _start(client, task)
+    result: dict[str, Any] = {}
+    async for result in steps:
+        pass
+    return result
+
+
+async def _start(client: Any, task: gymhub.Task) -> Any:
+    """Reset to ``task``; an async iterator that plays one reference action per step."""
     reset = await client.call_tool("reset", {"task_id": task.id})
     assert reset.data["task_id"] == task.id and reset.data["prompt"] == task.prompt
-    result: dict[str, Any] = {}
-    for message in task.hidden["solutions"]["reference"]:
-        for call in message.get("tool_calls") or []:
-            reply = await client.call_tool(
-                call["function"]["name"], json.loads(call["function"]["arguments"])
-            )
-            result = reply.structured_content
-        if not message.get("tool_calls"):
-            result = (await client.call_tool("submit", {"answer": message["content"]})).structured_content
-    return result
+    episode = {"episode_id": reset.data["episode_id"]}  # works on stateless HTTP too
+
+    async def steps() -> Any:
+        for message in task.hidden["solutions"]["reference"]:
+            for call in message.get("tool_calls") or []:
+                arguments = {**json.loads(call["function"]["arguments"]), **episode}
+                yield (await client.call_tool(call["function"]["name"], arguments)).structured_content
+            if not message.get("tool_calls"):
+                answer = {"answer": message["content"], **episode}
+                yield (await client.call_tool("submit", answer)).structured_content
+
+    return steps()
 
 
 def test_tools_schemas_and_a_full_episode_with_verdict() -> None:
@@ -46,7 +57,10 @@ def test_tools_schemas_and_a_full_episode_with_verdict() -> None:
             tools = {t.name: t for t in await client.list_tools()}
             for spec in env.tools():
                 f = spec["function"]
-                assert tools[f["name"]].input_schema == f["parameters"]
+                schema = dict(tools[f["name"]].input_schema)
+                schema["properties"] = dict(schema["properties"])
+                assert schema["properties"].pop("episode_id")["type"] == "string"
+                assert schema == f["parameters"]  # the env's own schema, plus the episode id
             assert {"list_tasks", "reset"} <= set(tools)
             listed = (await client.call_tool("list_tasks", {"limit": 3})).data
             assert [t["task_id"] for t in listed] == [t.id for t in env.tasks[:3]]
@@ -107,3 +121,70 @@ def test_stdio_and_http_transports_from_the_cli() -> None:
     finally:
         server.terminate()
         server.wait(10)
+
+
+def _start_http_server(*extra: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    server = subprocess.Popen(
+        [gymhub_cli(), "mcp", "search-v0", "--transport", "http", "--port", str(port), *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server, port
+        except OSError:
+            time.sleep(0.2)
+    server.terminate()
+    raise AssertionError("the MCP server did not start")
+
+
+def test_each_client_has_its_own_episode_over_http() -> None:
+    env = gymhub.make("search-v0")
+    first, second = env.tasks[0], env.tasks[1]
+    server, port = _start_http_server()
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def interleaved() -> tuple[dict[str, Any], dict[str, Any], Any]:
+        async with fastmcp.Client(url, timeout=60) as a, fastmcp.Client(url, timeout=60) as b:
+            steps_a = await _start(a, first)
+            steps_b = await _start(b, second)  # before a has finished: a's episode must survive
+            last_a = last_b = {}
+            async for last_a in steps_a:
+                pass
+            async for last_b in steps_b:
+                pass
+            with pytest.raises(fastmcp.exceptions.ToolError, match="pass the episode_id"):
+                await a.call_tool("search", {"query": "x"})  # stateless HTTP: no implicit episode
+            return last_a, last_b, None
+
+    try:
+        last_a, last_b, _ = asyncio.run(interleaved())
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=20)
+    assert last_a["verdict"]["outcome"] == 1.0 and last_b["verdict"]["outcome"] == 1.0
+    assert b"Traceback" not in stderr  # a tool error is an answer, not a logged traceback
+
+
+def test_http_with_a_token_refuses_clients_without_it() -> None:
+    server, port = _start_http_server("--token", "s3cret")
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def with_token() -> Any:
+        async with fastmcp.Client(url, auth="s3cret", timeout=60) as client:
+            return (await client.call_tool("list_tasks", {"limit": 1})).data
+
+    async def without_token() -> None:
+        async with fastmcp.Client(url, timeout=30) as client:
+            await client.call_tool("list_tasks", {"limit": 1})
+
+    try:
+        assert len(asyncio.run(with_token())) == 1
+        with pytest.raises(Exception, match="401|nauthori"):
+            asyncio.run(without_token())
+    finally:
+        server.terminate()
+        server.wait(20)

@@ -70,7 +70,7 @@ def test_clipped_loss_and_each_normaliser_by_hand(loss_agg: str, normaliser: flo
     assert float(norm) == normaliser
     new, old, behaviour, part = _inputs()
     loss, stats = grpo_loss(new, old, behaviour, None, part, cfg, norm)
-    assert float(loss) == pytest.approx(expected, abs=1e-6)
+    assert float(loss.detach()) == pytest.approx(expected, abs=1e-6)
     assert float(stats["clipped_tokens"]) == 2.0  # the clip fraction is 2 / 4
     assert float(stats["tis_weight_sum"]) == 4.0  # no TIS: weight 1 per policy token
     loss.backward()
@@ -126,16 +126,22 @@ def test_pass_at_k_unbiased_estimator_by_hand() -> None:
         pass_at_k(4, 5, 1)
 
 
-def test_updates_per_batch_keeps_pi_old_so_the_clip_bites(tmp_path: Path, tiny_model_path: Path) -> None:
+def test_updates_per_batch_keeps_pi_old_so_the_clip_bites(tmp_path: Path) -> None:
+    from tiny_model import PLAIN_TEMPLATE, build_tiny_model
+
     from gymhub.trainers.grpo import GRPOTrainer
+
+    model = build_tiny_model(tmp_path / "m", chars=True, template=PLAIN_TEMPLATE)
 
     def run(mu: int) -> dict[str, Any]:
         cfg = GRPOConfig(
             env="toy-letters-v0",
-            model=str(tiny_model_path),
+            model=str(model),
             tasks_per_step=2,
-            group_size=4,
-            max_new_tokens=4,
+            group_size=8,
+            max_new_tokens=8,
+            dynamic_sampling=True,  # groups with a learning signal, so the updates move the policy
+            max_refills=8,
             lr=0.05,
             clip_low=0.05,
             clip_high=0.05,
@@ -146,6 +152,7 @@ def test_updates_per_batch_keeps_pi_old_so_the_clip_bites(tmp_path: Path, tiny_m
         return GRPOTrainer(cfg).train_step()
 
     one, three = run(1), run(3)
+    assert one["zero_variance_groups"] == 0.0 and one["grad_norm"] > 0
     assert one["clip_fraction"] == 0.0  # the first update's ratio is 1: nothing to clip
     # updates 2 and 3 are measured against the same π_old, which the updates moved away from
     assert three["clip_fraction"] > 0.0

@@ -30,16 +30,21 @@ The candidate cannot hide one:
 - each line starts and ends with a newline, so a partial line written by the candidate becomes
   a malformed line of its own (the run is void) rather than swallowing the event;
 - a line after ``done`` voids the run, so nothing can be done once the report is complete;
-- if the hook fails (recursion, memory), the audited operation fails with it.
+- if the hook fails (recursion, memory), the audited operation fails with it, and the frame
+  of the hook that the traceback hands over holds only immutable values (no closures).
 
 Not audited, on purpose: ``exec``/``compile``/``import`` of ordinary modules (every import and
 many stdlib modules exec and compile: the operations that decoded code then performs are what
-is audited), ``sys._getframe`` and ``object.__getattr__`` (``namedtuple``, ``typing``,
-``enum``, ``warnings`` and tracebacks use them), reads of files under the interpreter's own
-import path (importing the standard library reads them). Known gaps, raised by no audit event
-in CPython 3.11: ``ctypes.memmove``/``ctypes.cast`` once ctypes is loaded (so the harness
-unloads a pre-imported ctypes: importing it again is observed), ``_posixsubprocess.fork_exec``
-and ``frame.f_back``; the sandbox (uid, namespaces, rlimits) is the boundary there.
+is audited), ``sys._getframe``, ``object.__getattr__`` (``namedtuple``, ``typing``, ``enum``,
+``warnings`` and tracebacks use them), ``code.__new__`` (the standard library builds code
+objects), reads of files under the interpreter's own import path (imports read them).
+
+Known gaps — CPython 3.11 raises no audit event for: ``ctypes.memmove``/``ctypes.cast`` once
+ctypes is loaded (the harness unloads the job server's ctypes so that importing it is seen, but
+its classes stay reachable through ``object.__subclasses__()``); ``_posixsubprocess.fork_exec``;
+``frame.f_back``, ``function.__globals__``, closures. The AST rule flags those names (a cheap
+check, dodged by ``getattr``); beyond it the sandbox (uid, namespaces, seccomp, rlimits) is the
+boundary.
 
 Only built-in modules are imported: ``json`` alone (through ``re`` and ``enum``) would triple
 the start-up cost, so requests come as ``marshal`` and reports are written by :func:`dumps`.

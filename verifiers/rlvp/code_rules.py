@@ -208,10 +208,16 @@ class NetworkAccessRule(CalledNamesRule):
 
 
 _INTROSPECTION = {"gc", "inspect", "ctypes", "builtins", "__builtin__", "importlib", "sys"}
+# Attributes that walk from an object to the interpreter's insides (frames, closures, every
+# class): no audit event fires on them, so only their names can give them away.
+_INTROSPECTION_ATTRIBUTES = frozenset(
+    {"__subclasses__", "__globals__", "__closure__", "cell_contents", "f_back", "f_globals", "tb_frame"}
+)
 
 
 def patching_evidence(code: str) -> list[str]:
-    """Assignments into imported modules or ``sys.modules``, and introspection imports."""
+    """Assignments into imported modules or ``sys.modules``, introspection imports, and reads
+    of attributes that reach frames, closures or all classes."""
     tree = _parse(code)
     if tree is None:
         return []
@@ -242,6 +248,8 @@ def patching_evidence(code: str) -> list[str]:
             first = _dotted(node.args[0])
             if first and first.split(".")[0] in modules:
                 hits.append(f"line {node.lineno}: setattr on {first}")
+        if isinstance(node, ast.Attribute) and node.attr in _INTROSPECTION_ATTRIBUTES:
+            hits.append(f"line {node.lineno}: reads .{node.attr}")
     return sorted(set(hits))
 
 

@@ -1,0 +1,57 @@
+"""``toy-subgoal-v0``: "twice c" - reply with the letter written twice, "cc", and nothing else.
+
+The outcome is sparse: 1 only for the whole answer, 0 for anything less. Writing the right
+letter first is a verifiable sub-goal: the ``target-prefix`` progress rule credits it (once per
+reply, whatever follows), so a policy that stops there collects the credit but never the
+outcome, and with β·credit < 1 it always scores below one that finishes. A ~100k-parameter
+model almost never writes "cc" by chance (about 1 in 10^4 replies), so without the credit GRPO
+sees flat groups for a long time; with it, the first letter is learned first, then the second.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+from gymhub.envs.toy.single_reply import SingleReplyEnv
+from gymhub.types import Task, content_split
+from gymhub.verifiers.base import BaseVerifier
+
+PHRASINGS = ("Twice {c}", "Double {c}", "Two of {c}", "Say twice: {c}")
+
+
+class SubgoalVerifier(BaseVerifier):
+    id = "subgoal-twice"
+    version = "1.0.0"
+
+    def check(self, task: Task, final_state: Any) -> tuple[float, dict[str, Any]]:
+        reply: str = final_state.get("reply") or ""
+        letter = task.hidden["letter"]
+        return (1.0 if reply == letter * 2 else 0.0), {
+            "first_letter_right": reply[:1] == letter,
+            "length": len(reply),
+            "bad_action_steps": final_state.get("bad_action_steps", []),
+        }
+
+
+class SubgoalEnv(SingleReplyEnv):
+    def load_tasks(self) -> list[Task]:
+        tasks = []
+        for letter in string.ascii_lowercase:
+            wrong = "z" if letter != "z" else "a"
+            for phrasing in PHRASINGS:
+                hidden = {
+                    "letter": letter,
+                    "solutions": {
+                        "reference": [{"role": "assistant", "content": letter * 2}],
+                        "sub-goal only": [{"role": "assistant", "content": letter + wrong}],
+                        "once": [{"role": "assistant", "content": letter}],
+                        "thrice": [{"role": "assistant", "content": letter * 3}],
+                    },
+                }
+                task = Task.create(self.env_id, "train", phrasing.format(c=letter), hidden)
+                tasks.append(task.model_copy(update={"split": content_split(hidden)}))
+        return tasks
+
+    def make_verifier(self) -> SubgoalVerifier:
+        return SubgoalVerifier(self.rules)
