@@ -21,11 +21,8 @@ from gymhub.mcp_server import build_mcp_server  # noqa: E402
 
 async def _play_reference(client: Any, env_id: str, task: gymhub.Task) -> dict[str, Any]:
     """Replay the task's reference solution through MCP tool calls; the last result."""
-    steps = await _start(client, task)
-    result: dict[str, Any] = {}
-    async for result in steps:
-        pass
-    return result
+    results = [result async for result in await _start(client, task)]
+    return results[-1]
 
 
 async def _start(client: Any, task: gymhub.Task) -> Any:
@@ -151,11 +148,8 @@ def test_each_client_has_its_own_episode_over_http() -> None:
         async with fastmcp.Client(url, timeout=60) as a, fastmcp.Client(url, timeout=60) as b:
             steps_a = await _start(a, first)
             steps_b = await _start(b, second)  # before a has finished: a's episode must survive
-            last_a = last_b = {}
-            async for last_a in steps_a:
-                pass
-            async for last_b in steps_b:
-                pass
+            last_a = [result async for result in steps_a][-1]
+            last_b = [result async for result in steps_b][-1]
             with pytest.raises(fastmcp.exceptions.ToolError, match="pass the episode_id"):
                 await a.call_tool("search", {"query": "x"})  # stateless HTTP: no implicit episode
             return last_a, last_b, None
@@ -183,7 +177,7 @@ def test_http_with_a_token_refuses_clients_without_it() -> None:
 
     try:
         assert len(asyncio.run(with_token())) == 1
-        with pytest.raises(Exception, match="401|nauthori"):
+        with pytest.raises(Exception, match=r"401|nauthori"):
             asyncio.run(without_token())
     finally:
         server.terminate()
