@@ -31,7 +31,6 @@ interpreter, read-only, with every site-packages folder masked; a private /proc,
 """
 
 import base64
-import ctypes
 import json
 import os
 import platform
@@ -63,12 +62,18 @@ _LIBC: list = []
 
 
 def _libc():
+    # ctypes is imported here, never at module level: the zygote (and so every job) runs this
+    # file without ever loading it, so a job cannot reach native calls it did not import itself
+    import ctypes
+
     if not _LIBC:
         _LIBC.append(ctypes.CDLL(None, use_errno=True))
     return _LIBC[0]
 
 
 def _check(result, what):
+    import ctypes
+
     if result != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
@@ -147,9 +152,11 @@ def seccomp_program():
 
 
 class SeccompFilter:
-    """A filter built once (in the zygote), installed by each job with one prctl."""
+    """A classic-BPF filter, installed with one prctl (inherited across fork and exec)."""
 
     def __init__(self, program):
+        import ctypes
+
         class SockFprog(ctypes.Structure):
             _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
@@ -157,6 +164,8 @@ class SeccompFilter:
         self._fprog = SockFprog(len(program) // 8, ctypes.cast(self._buffer, ctypes.c_void_p))
 
     def install(self):
+        import ctypes
+
         _check(_libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0), "seccomp")
 
 
@@ -433,15 +442,38 @@ def wipe(path):
 
 
 # ---------------------------------------------------------------------- the zygote and its jobs
-def zygote_main(sock, uid, gid, workdir, cgroup_fds, program):
+def start_zygote(sock, uid, gid, workdir, cgroup_fds, source):
+    """In the server's fresh child: join the cgroup, set the parent-death signal, the subreaper
+    flag, no-new-privileges and the seccomp filter (all kept across exec and inherited by
+    every job), then exec a new interpreter running this file as the zygote. The zygote so
+    holds no memory of the server's and never loads ctypes."""
+    code = 1
+    try:
+        for fd in cgroup_fds:  # the whole job — every process it starts — is bound by the cgroup
+            os.write(fd, b"0")
+            os.close(fd)
+        libc = _libc()
+        _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
+        _check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "child subreaper")
+        _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no-new-privileges")
+        program = seccomp_program()
+        if program is not None:
+            SeccompFilter(program).install()
+        os.set_inheritable(sock.fileno(), True)
+        argv = [sys.executable, "-s", "-S", "-c", source, "--zygote", str(sock.fileno()), "--workdir", workdir]
+        if uid is not None:
+            argv += ["--job-uid", str(uid), "--job-gid", str(gid)]
+        os.execve(sys.executable, argv, dict(os.environ))
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def zygote_main(sock, uid, gid, workdir):
     """Fork jobs on request; reap every child; report each job's exit. Never sees a payload."""
-    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    for fd in cgroup_fds:  # the whole job — every process it starts — is bound by the cgroup
-        os.write(fd, b"0")
-        os.close(fd)
-    program = SeccompFilter(program) if program is not None else None
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    sock.send(b"R")
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     job = None
@@ -476,7 +508,7 @@ def zygote_main(sock, uid, gid, workdir, cgroup_fds, program):
         if pid == 0:
             os.close(wake_r)
             os.close(wake_w)
-            _job(sock, fds, uid, gid, workdir, program)
+            _job(sock, fds, uid, gid, workdir)
         for fd in fds:
             os.close(fd)
         job = pid
@@ -525,7 +557,7 @@ def _read_exact(fd, size):
     return b"".join(chunks)
 
 
-def _job(sock, fds, uid, gid, workdir, program):
+def _job(sock, fds, uid, gid, workdir):
     code = 127
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -560,9 +592,6 @@ def _job(sock, fds, uid, gid, workdir, program):
             os.setgroups([])
             os.setgid(gid)
             os.setuid(uid)
-        _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no-new-privileges")
-        if program is not None:
-            program.install()
         env = {str(k): str(v) for k, v in (spec.get("env") or {}).items()}
         if spec.get("script") is not None:
             code = _run_script(spec["script"], env)
@@ -601,7 +630,7 @@ def _run_script(source, env):
 
 # ---------------------------------------------------------------------- the server
 class Server:
-    def __init__(self, workdir, job_uid, job_gid, cgroup_fds, scratch):
+    def __init__(self, workdir, job_uid, job_gid, cgroup_fds, scratch, source):
         self.workdir = workdir
         self.job_uid, self.job_gid = job_uid, job_gid
         self.drop = os.getuid() == 0 and job_uid is not None
@@ -614,18 +643,13 @@ class Server:
         self.reap_pending = False
         self.inbox = []
         self.zygote_sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        program = seccomp_program()
-        self.seccomp = program is not None
+        self.seccomp = seccomp_program() is not None
         self.zygote = os.fork()
         if self.zygote == 0:
             self.zygote_sock.close()
-            try:
-                zygote_main(
-                    theirs, job_uid if self.drop else None, job_gid, self.workdir, cgroup_fds, program
-                )
-            finally:
-                os._exit(1)
+            start_zygote(theirs, job_uid if self.drop else None, job_gid, self.workdir, cgroup_fds, source)
         theirs.close()
+        self._zygote_wait("R", timeout=30)  # the zygote is up
         for fd in cgroup_fds:
             os.close(fd)
 
@@ -970,9 +994,17 @@ def serve(server, listener):
 def main(argv):
     # Started with -s -S (not -I, which would ignore PYTHONHASHSEED): drop our own folder from
     # the path, as -I would, so a job's imports never resolve to files beside this server.
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.abspath(globals().get("__file__", "/nonexistent/-c")))
     sys.path[:] = [p for p in sys.path if p not in ("", here)]
     args = dict(zip(argv[0::2], argv[1::2], strict=True))
+    uid = int(args["--job-uid"]) if "--job-uid" in args else None
+    gid = int(args.get("--job-gid", args.get("--job-uid", "0"))) if uid is not None else None
+    if "--zygote" in args:
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        zygote_main(socket.socket(fileno=int(args["--zygote"])), uid, gid, args["--workdir"])
+        return
+    with open(os.path.abspath(__file__), encoding="utf-8") as fh:
+        source = fh.read()  # for the zygote's exec: the file itself is not inside every jail
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the host process died: so do we
     _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no job uid may read our memory, whatever it does
@@ -982,12 +1014,10 @@ def main(argv):
     listener = listen(args["--socket"])
     if "--jail" in args:
         build_jail(json.loads(args["--jail"]), workdir)
-    uid = int(args["--job-uid"]) if "--job-uid" in args else None
-    gid = int(args.get("--job-gid", args.get("--job-uid", "0"))) if uid is not None else None
     cgroup_fds = [int(fd) for fd in args.get("--cgroup-fds", "").split(",") if fd]
     # writable places besides the work dir, emptied on reset: only ones private to this sandbox
     scratch = [p for p in args.get("--scratch", "").split(",") if p]
-    server = Server(workdir, uid, gid, cgroup_fds, scratch)
+    server = Server(workdir, uid, gid, cgroup_fds, scratch, source)
     serve(server, listener)
 
 

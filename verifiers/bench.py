@@ -266,3 +266,28 @@ def plot(results: list[dict[str, Any]], path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def label_agreement(reviewed: list[tuple[float, bool]]) -> dict[str, Any]:
+    """The verifier against people: each item is (the verdict's outcome, "verdict right?").
+
+    The truth of a reviewed trajectory is the verifier's call when the person says the verdict
+    is right, and the opposite call when they say it is wrong. Precision and recall are those
+    of "outcome == 1" against that truth, as for the labelled cases of :func:`bench_env`.
+    """
+    said_pass = [outcome >= 1.0 for outcome, _ in reviewed]
+    truly_pass = [p if right else not p for p, (_, right) in zip(said_pass, reviewed, strict=True)]
+    tp = sum(1 for p, t in zip(said_pass, truly_pass, strict=True) if p and t)
+    fp = sum(1 for p, t in zip(said_pass, truly_pass, strict=True) if p and not t)
+    fn = sum(1 for p, t in zip(said_pass, truly_pass, strict=True) if not p and t)
+    agreed = sum(1 for _, right in reviewed if right)
+    return {
+        "reviewed": len(reviewed),
+        "agreement": round(agreed / len(reviewed), 6) if reviewed else None,
+        "precision": round(tp / (tp + fp), 6) if tp + fp else None,
+        "recall": round(tp / (tp + fn), 6) if tp + fn else None,
+        "true_positives": tp,
+        "false_positives": fp,
+        "false_negatives": fn,
+        "true_negatives": len(reviewed) - tp - fp - fn,
+    }

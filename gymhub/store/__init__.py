@@ -1,5 +1,5 @@
 """The trajectory store: SQLite by default, PostgreSQL by URL (SQLAlchemy 2)."""
 
-from gymhub.store.store import RunInfo, TrajectoryStore, open_store
+from gymhub.store.store import RunInfo, TrajectoryStore, VerdictLabel, open_store
 
-__all__ = ["RunInfo", "TrajectoryStore", "open_store"]
+__all__ = ["RunInfo", "TrajectoryStore", "VerdictLabel", "open_store"]

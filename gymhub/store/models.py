@@ -116,3 +116,15 @@ class PathEventRow(Base):
     kind: Mapped[str] = mapped_column(String(16))
     value: Mapped[float] = mapped_column(Float)
     evidence: Mapped[str] = mapped_column(Text)
+
+
+class VerdictLabelRow(Base):
+    """A person's review of one trajectory's verdict: right or wrong, and why (the latest wins)."""
+
+    __tablename__ = "verdict_labels"
+    trajectory_id: Mapped[str] = mapped_column(ForeignKey("trajectories.id"), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    verdict_right: Mapped[int] = mapped_column(Integer)
+    note: Mapped[str] = mapped_column(Text, default="")
+    reviewer: Mapped[str] = mapped_column(String(200), default="")
+    updated_at: Mapped[dt.datetime] = mapped_column(default=_now)

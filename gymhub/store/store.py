@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event, inspect, select
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import create_engine, event, inspect, select, tuple_
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import selectinload, sessionmaker
@@ -21,6 +23,7 @@ from gymhub.store.models import (
     TaskRow,
     TrajectoryRow,
     TurnRow,
+    VerdictLabelRow,
     VerdictRow,
 )
 from gymhub.types import Message, PathEvent, Task, Trajectory, Turn, Verdict
@@ -38,6 +41,18 @@ class RunInfo:
     seed: int
     task_ids: list[str]
     config: dict[str, Any]
+
+
+class VerdictLabel(BaseModel):
+    """A person's review of one trajectory's verdict (``gymhub review``): right or wrong, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trajectory_id: str
+    run_id: str
+    verdict_right: bool
+    note: str = ""
+    reviewer: str = ""
 
 
 def open_store(url: str | None = None, *, create: bool = True) -> TrajectoryStore:
@@ -283,6 +298,101 @@ class TrajectoryStore:
 
     def load_group(self, run_id: str, task_id: str) -> list[Trajectory]:
         return self.load_trajectories(run_id, task_id)
+
+    def iter_trajectories(self, run_id: str, *, batch_size: int = 500) -> Iterator[Trajectory]:
+        """Every trajectory of a run in (task, sample) order, read ``batch_size`` at a time
+        (keyset pages): memory stays flat however many the run holds."""
+        after: tuple[str, int] | None = None
+        while True:
+            query = (
+                select(TrajectoryRow)
+                .where(TrajectoryRow.run_id == run_id)
+                .options(
+                    selectinload(TrajectoryRow.turns),
+                    selectinload(TrajectoryRow.verdict).selectinload(VerdictRow.events),
+                )
+                .order_by(TrajectoryRow.task_id, TrajectoryRow.sample_index)
+                .limit(batch_size)
+            )
+            if after is not None:
+                query = query.where(
+                    tuple_(TrajectoryRow.task_id, TrajectoryRow.sample_index) > tuple_(*after)
+                )
+            with self._reading(), self._sessions() as session:
+                page = [_trajectory_from_row(row) for row in session.scalars(query)]
+            yield from page
+            if len(page) < batch_size:
+                return
+            after = (page[-1].task_id, page[-1].sample_index)
+
+    def load_trajectory(self, run_id: str, trajectory_id: str) -> Trajectory | None:
+        """One trajectory of a run, or None when the run has no trajectory of that id."""
+        query = (
+            select(TrajectoryRow)
+            .where(TrajectoryRow.run_id == run_id, TrajectoryRow.id == trajectory_id)
+            .options(
+                selectinload(TrajectoryRow.turns),
+                selectinload(TrajectoryRow.verdict).selectinload(VerdictRow.events),
+            )
+        )
+        with self._reading(), self._sessions() as session:
+            row = session.scalars(query).first()
+            return None if row is None else _trajectory_from_row(row)
+
+    def task_prompts(self, task_ids: list[str]) -> dict[str, str]:
+        """task id -> its prompt (the public part), for the tasks the store knows."""
+        found: dict[str, str] = {}
+        with self._reading(), self._sessions() as session:
+            for start in range(0, len(task_ids), 500):  # bound the number of SQL parameters
+                chunk = task_ids[start : start + 500]
+                found |= dict(
+                    session.execute(select(TaskRow.id, TaskRow.prompt).where(TaskRow.id.in_(chunk)))
+                )
+        return found
+
+    # ------------------------------------------------------------------ verdict labels
+    def set_label(
+        self, run_id: str, trajectory_id: str, *, verdict_right: bool, note: str = "", reviewer: str = ""
+    ) -> VerdictLabel:
+        """Record a person's review of a trajectory's verdict; a second review replaces the first."""
+        with self._reading(), self._sessions() as session, session.begin():
+            owner = session.scalar(select(TrajectoryRow.run_id).where(TrajectoryRow.id == trajectory_id))
+            if owner != run_id:
+                raise StoreError(f"run {run_id!r} has no trajectory {trajectory_id!r} in {_shown(self.url)}")
+            row = session.get(VerdictLabelRow, trajectory_id)
+            if row is None:
+                row = VerdictLabelRow(trajectory_id=trajectory_id, run_id=run_id)
+                session.add(row)
+            row.verdict_right = int(verdict_right)
+            row.note = note
+            row.reviewer = reviewer
+            row.updated_at = _now_utc()
+        return VerdictLabel(
+            trajectory_id=trajectory_id,
+            run_id=run_id,
+            verdict_right=verdict_right,
+            note=note,
+            reviewer=reviewer,
+        )
+
+    def labels(self, run_id: str) -> dict[str, VerdictLabel]:
+        """trajectory id -> the review of its verdict, for the run's reviewed trajectories."""
+        query = select(VerdictLabelRow).where(VerdictLabelRow.run_id == run_id)
+        with self._reading(), self._sessions() as session:
+            return {
+                row.trajectory_id: VerdictLabel(
+                    trajectory_id=row.trajectory_id,
+                    run_id=row.run_id,
+                    verdict_right=bool(row.verdict_right),
+                    note=row.note,
+                    reviewer=row.reviewer,
+                )
+                for row in session.scalars(query)
+            }
+
+
+def _now_utc() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
 
 
 def _violation(exc: IntegrityError) -> str:
