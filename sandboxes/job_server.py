@@ -460,7 +460,8 @@ def start_zygote(sock, uid, gid, workdir, cgroup_fds, source):
         if program is not None:
             SeccompFilter(program).install()
         os.set_inheritable(sock.fileno(), True)
-        argv = [sys.executable, "-s", "-S", "-c", source, "--zygote", str(sock.fileno()), "--workdir", workdir]
+        argv = [sys.executable, "-s", "-S", "-c", source, "--zygote", str(sock.fileno())]
+        argv += ["--workdir", workdir]
         if uid is not None:
             argv += ["--job-uid", str(uid), "--job-gid", str(gid)]
         os.execve(sys.executable, argv, dict(os.environ))
