@@ -2,7 +2,7 @@
 #   make run   - virtual env + install + a scored rollout of every registered env (reference
 #                policy), then SmolLM2-135M-Instruct on toy-json-v0, into a SQLite file
 #   make test  - virtual env + dev install + bubblewrap, Docker engine and sandbox image, PostgreSQL
-#                for the store tests + ruff, mypy, pytest
+#                for the store tests, Chromium for the report tests + ruff, mypy, pytest
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -53,6 +53,9 @@ test: lint typecheck $(VLLM_VENV)/.installed
 	@bash scripts/start_sandbox_services.sh $(VENV)/bin/gymhub || { \
 	  if [ "$$CI" = "true" ]; then echo "the sandbox services could not be started" >&2; exit 1; fi; \
 	  echo "warning: bwrap/docker unavailable here; their sandbox tests will skip" >&2; }
+	@bash scripts/install_chromium.sh >/dev/null || { \
+	  if [ "$$CI" = "true" ]; then echo "chromium could not be installed" >&2; exit 1; fi; \
+	  echo "warning: no chromium here; the report's browser tests will skip" >&2; }
 	@url=$$(bash scripts/start_postgres.sh) || { \
 	  if [ "$$CI" = "true" ]; then echo "PostgreSQL could not be started" >&2; exit 1; fi; \
 	  echo "warning: no PostgreSQL here; the PostgreSQL store tests will skip" >&2; url=""; }; \

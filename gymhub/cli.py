@@ -127,11 +127,12 @@ def _emit_json(document: Any) -> None:
 def list_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ids: bool = typer.Option(False, "--ids", help="Print only the ids."),
+    family: str = typer.Option("", "--family", help="Only this family's envs (e.g. reasoning)."),
 ) -> None:
     """List every registered environment."""
     from gymhub.registry import list_envs
 
-    specs = list_envs()
+    specs = [s for s in list_envs() if not family or s.family == family]
     if as_json:
         _emit_json([s.model_dump() for s in specs])
     elif ids:
@@ -566,6 +567,146 @@ def rlvp_report_command(
     out.print(rules)
 
 
+@app.command("eval")
+def eval_command(
+    env_id: str = typer.Argument(..., help="The env to evaluate on."),
+    policy: str = typer.Option("reference", help="reference[:variant] | openai:URL[#model] | hf:PATH."),
+    k: int = typer.Option(..., "--k", min=1, help="Samples per task, K: pass@k for every k <= K."),
+    tasks: int | None = typer.Option(None, "--tasks", min=1, help="Number of tasks (default: all)."),
+    split: str = typer.Option("eval", help="train | eval."),
+    db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path."),
+    seed: int | None = typer.Option(None, min=0, max=MAX_SEED, help="Run seed (default: 0)."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Parallel episodes."),
+    run_id: str | None = typer.Option(None, "--run-id", help="Name the run."),
+    as_json: bool = typer.Option(False, "--json", help="Print run_id and the pass@k table as JSON."),
+) -> None:
+    """K samples per task, stored as a run; unbiased pass@k (k <= K) per task and overall."""
+    from gymhub.registry import spec
+    from gymhub.report.evaluation import eval_document
+    from gymhub.store import open_store
+
+    if split not in ("train", "eval"):
+        raise GymhubError(f"--split must be train or eval, not {split!r}")
+    spec(env_id)
+    store = open_store(db)
+    try:
+        if run_id is not None and store.find_run(run_id) is not None:
+            raise GymhubError(f"run {run_id!r} already exists in {db}: choose another --run-id")
+        summary = _rollout_one(
+            store, db, env_id, policy, tasks, k, concurrency, split, seed, None, run_id, as_json
+        )
+        doc = eval_document(store, summary["run_id"])
+    finally:
+        store.close()
+    if as_json:
+        _emit_json(doc)
+        return
+    table = Table(
+        "k", "pass@k", "95% interval (bootstrap over tasks)", "tasks", title=f"pass@k of run {doc['run_id']}"
+    )
+    for row in doc["pass_at_k"]:
+        table.add_row(
+            str(row["k"]), _fmt(row["mean"]), f"{_fmt(row['low'])} - {_fmt(row['high'])}", str(row["tasks"])
+        )
+    out.print(table)
+    print(
+        f"run {doc['run_id']} ({env_id}): {doc['trajectories']} trajectories in {db}; "
+        f"see `gymhub report {doc['run_id']} --db {db}`"
+    )
+
+
+@app.command("report")
+def report_command(
+    runs: list[str] = typer.Argument(..., help="One run id, or two to compare (A then B)."),
+    db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path."),
+    output: str = typer.Option("report.html", "-o", "--out", help="The HTML file to write."),
+    metrics: str | None = typer.Option(
+        None, "--metrics", help="A `gymhub train` metrics.jsonl: adds its training curves."
+    ),
+) -> None:
+    """One self-contained HTML report of stored runs (opens from file://, nothing fetched)."""
+    from gymhub.report.html_report import write_report
+    from gymhub.store import open_store
+
+    target = _check_out_path(output)
+    store = open_store(db, create=False)
+    try:
+        for run in runs:
+            store.get_run(run)  # an unknown id fails before anything is written
+        stats = write_report(store, runs, target, metrics_path=metrics)
+    finally:
+        store.close()
+    err.print(
+        f"wrote {target}: {stats.trajectories} trajectories, {stats.bytes / 1e6:.1f} MB", soft_wrap=True
+    )
+
+
+@app.command("review")
+def review_command(
+    run: str = typer.Argument(..., help="The run whose verdicts people review."),
+    db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path."),
+    host: str = typer.Option("127.0.0.1", help="Bind address (loopback by default)."),
+    port: int = typer.Option(8000, help="Port (0: any free one)."),
+) -> None:
+    """Serve a run's report where people mark verdicts right or wrong (stored in the store)."""
+    from gymhub.store import open_store
+
+    _require_extra("serve", "fastapi", "uvicorn")
+    if host not in LOOPBACK_HOSTS:
+        raise GymhubError("gymhub review takes no token: bind it to loopback (and tunnel if you must)")
+    store = open_store(db, create=False)
+    try:
+        store.get_run(run)
+    finally:
+        store.close()
+    import uvicorn
+
+    from gymhub.server import create_app
+
+    _serve_printing_url(
+        uvicorn, create_app(db=db, review=True), host, port, f"review of run {run}: open /runs/{run}"
+    )
+
+
+def _label_agreement(run: str, db: str, as_json: bool) -> None:
+    """`gymhub bench verifiers --labels RUN`: the verifier's verdicts against people's reviews."""
+    from gymhub.registry import load_part
+    from gymhub.store import open_store
+
+    store = open_store(db, create=False)
+    try:
+        store.get_run(run)
+        labels = store.labels(run)
+        reviewed = []
+        for trajectory_id, label in sorted(labels.items()):
+            t = store.load_trajectory(run, trajectory_id)
+            if t is not None and t.verdict is not None:
+                reviewed.append((t.verdict.outcome, label.verdict_right))
+    finally:
+        store.close()
+    if not reviewed:
+        raise GymhubError(
+            f"run {run!r} has no reviewed verdicts: review some with `gymhub review {run} --db {db}`"
+        )
+    result = {"run_id": run} | load_part("gymhub.verifiers.bench:label_agreement")(reviewed)
+    if as_json:
+        _emit_json(result)
+        return
+    table = Table(
+        "run", "reviewed", "agreement", "precision", "recall", "FP", "FN", title="verifier vs people"
+    )
+    table.add_row(
+        run,
+        str(result["reviewed"]),
+        _fmt(result["agreement"]),
+        _fmt(result["precision"]),
+        _fmt(result["recall"]),
+        str(result["false_positives"]),
+        str(result["false_negatives"]),
+    )
+    out.print(table)
+
+
 bench_app = typer.Typer(help="Benchmarks.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
@@ -578,12 +719,19 @@ def bench_verifiers_command(
     mutants: int = typer.Option(3, help="Mutants of each reference solution."),
     out_dir: str = typer.Option("out/bench", "--out", help="Where the JSON and PNG go."),
     as_json: bool = typer.Option(False, "--json"),
+    labels: str | None = typer.Option(
+        None, "--labels", help="A run id: the verifier's agreement with people's reviews of its verdicts."
+    ),
+    db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path (with --labels)."),
 ) -> None:
     """Verifier speed, determinism, precision/recall against labels, and hack resistance."""
     from pathlib import Path
 
     from gymhub.registry import list_envs, load_part
 
+    if labels is not None:
+        _label_agreement(labels, db, as_json)
+        return
     bench_env = load_part("gymhub.verifiers.bench:bench_env")
     chosen = env_ids or [s.id for s in list_envs()]
     results = []
@@ -707,12 +855,19 @@ def serve_command(
     max_sessions_per_client: int = typer.Option(
         64, "--max-sessions-per-client", min=1, help="Open sessions one client may hold."
     ),
+    db: str | None = typer.Option(None, help="Also show this store's run reports at /runs (read-only)."),
+    review: bool = typer.Option(False, help="With --db: people may mark verdicts right or wrong."),
 ) -> None:
     """Serve environments as HTTP sessions (OpenAPI at /docs and /openapi.json)."""
     from gymhub.registry import spec
+    from gymhub.store import open_store
 
     _require_extra("serve", "fastapi", "uvicorn")
     _check_bind(host, token)
+    if review and db is None:
+        raise GymhubError("--review records reviews in a store: give --db")
+    if db is not None:
+        open_store(db, create=False).close()  # a wrong store fails here, not on the first page
     for env_id in env_ids or []:
         spec(env_id)  # an unknown id fails here, with close matches
     import uvicorn
@@ -720,7 +875,12 @@ def serve_command(
     from gymhub.server import create_app
 
     app_ = create_app(
-        env_ids or None, token=token, ttl_s=ttl, max_sessions_per_client=max_sessions_per_client
+        env_ids or None,
+        token=token,
+        ttl_s=ttl,
+        max_sessions_per_client=max_sessions_per_client,
+        db=db,
+        review=review,
     )
     _serve_printing_url(
         uvicorn, app_, host, port, f"serving {', '.join(env_ids) if env_ids else 'every env'}"
@@ -735,8 +895,22 @@ def _check_bind(host: str, token: str | None) -> None:
         raise GymhubError(f"binding to {host} exposes the envs: give --token (or GYMHUB_TOKEN)")
 
 
+def _check_listen(host: str, port: int) -> None:
+    """A port in use or an address not of this machine: one line, before the server starts."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind((host, port))
+    except OSError as exc:
+        raise GymhubError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+
+
 def _serve_printing_url(uvicorn: Any, asgi_app: Any, host: str, port: int, what: str) -> None:
     """Run uvicorn; once it listens, print the URL (the real port, when --port 0) on stderr."""
+    _check_listen(host, port)
     config = uvicorn.Config(asgi_app, host=host, port=port, log_level="warning")
     server = uvicorn.Server(config)
 
@@ -753,7 +927,7 @@ def _serve_printing_url(uvicorn: Any, asgi_app: Any, host: str, port: int, what:
 
     try:
         asyncio.run(run())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # uvicorn exits on a failed startup
         pass
     if not server.started:
         raise GymhubError(f"could not listen on {host}:{port} (in use, or not an address of this machine)")
@@ -869,6 +1043,7 @@ def mcp_command(
     _require_extra("envs", "fastmcp")
     if transport == "http":
         _check_bind(host, token)
+        _check_listen(host, port)
     spec(env_id)
     from gymhub.mcp_server import build_mcp_server
 

@@ -1,6 +1,8 @@
 """Where environments are found: ``registry.yaml``, entry points, and ``register()``.
 
-* ``registry.yaml`` (shipped inside the package) holds the specs of gymhub's own envs;
+* ``registry.yaml`` (shipped inside the package) holds the specs of gymhub's own envs; its
+  ``families`` section names generated families (``reasoning: module:SPECS``), a data-only
+  table of spec dicts read at load time (it must import nothing heavy);
 * third-party packages declare ``[project.entry-points."gymhub.envs"]`` with
   ``my-env-v0 = "my_package.envs:MyEnv"``: the name is the env id, the value the class, whose
   ``family`` / ``version`` / ``registry_spec`` class attributes fill the rest of the spec;
@@ -80,8 +82,12 @@ def _load() -> None:
         if _LOADED:
             return
         text = resources.files("gymhub").joinpath("registry.yaml").read_text(encoding="utf-8")
-        for env_id, fields in (yaml.safe_load(text) or {}).get("envs", {}).items():
+        document = yaml.safe_load(text) or {}
+        for env_id, fields in document.get("envs", {}).items():
             _add(EnvSpec(id=env_id, source="registry.yaml", **fields))
+        for family, target in (document.get("families") or {}).items():
+            for fields in load_part(target):  # a static table of specs (a light, data-only module)
+                _add(EnvSpec(source=f"registry.yaml family {family}", **fields))
         for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
             if ep.name not in _SPECS:
                 dist = ep.dist.name if ep.dist is not None else "?"

@@ -155,7 +155,11 @@ def create_app(
     token: str | None = None,
     ttl_s: float = 600.0,
     max_sessions_per_client: int = 64,
+    db: str | None = None,
+    review: bool = False,
 ) -> FastAPI:
+    """The app; ``db``: also serve that store's run reports at ``/runs`` (read-only unless
+    ``review``, which accepts people's reviews of verdicts: :mod:`gymhub.report.pages`)."""
     allowed = set(env_ids or [s.id for s in list_envs()])
     sessions: dict[str, Session] = {}
     metrics: Counter[str] = Counter()
@@ -340,4 +344,8 @@ def create_app(
         lines.append(f"gymhub_sessions_open {len(sessions)}")
         return "\n".join(lines) + "\n"
 
+    if db is not None:
+        from gymhub.report.pages import add_report_routes
+
+        add_report_routes(app, db, review=review)
     return app

@@ -477,7 +477,14 @@ def zygote_main(sock, uid, gid, workdir):
     sock.send(b"R")
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    job = None
+    job = [None]
+
+    def reap():
+        for pid, status in _reap_all():
+            if pid == job[0]:  # the job itself: its exit status goes to the server
+                job[0] = None
+                sock.send(f"X {pid} {status} {int(_has_children())}".encode())
+
     while True:
         ready, _, _ = select.select([sock, wake_r], [], [])
         if wake_r in ready:
@@ -486,10 +493,7 @@ def zygote_main(sock, uid, gid, workdir):
                     os.read(wake_r, 4096)
                 except BlockingIOError:
                     break
-        for pid, status in _reap_all():
-            if pid == job:
-                job = None
-                sock.send(f"X {pid} {status} {int(_has_children())}".encode())
+        reap()
         if sock not in ready:
             continue
         try:
@@ -501,8 +505,9 @@ def zygote_main(sock, uid, gid, workdir):
         if msg == b"W":  # the server killed stragglers: reap them before the next job
             deadline = time.monotonic() + 2
             while _has_children() and time.monotonic() < deadline:
-                _reap_all()
+                reap()
                 time.sleep(0.002)
+            reap()
             sock.send(b"w")
             continue
         pid = os.fork()
@@ -512,7 +517,7 @@ def zygote_main(sock, uid, gid, workdir):
             _job(sock, fds, uid, gid, workdir)
         for fd in fds:
             os.close(fd)
-        job = pid
+        job[0] = pid
         sock.send(f"P {pid}".encode())
 
 

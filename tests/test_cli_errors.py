@@ -285,6 +285,19 @@ def test_servers_refuse_unknown_envs_and_open_binds_without_a_token() -> None:
     one_error_line(gymhub("mcp", "toy-letters-v0", "--transport", "sse"), "unknown transport")
 
 
+def test_a_port_in_use_is_one_line() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        one_error_line(gymhub("serve", "toy-letters-v0", "--port", port), "Address already in use")
+        mcp = gymhub("mcp", "toy-letters-v0", "--transport", "http", "--port", port)
+        one_error_line(mcp, "already in use")
+        one_error_line(gymhub("serve-reward", "toy-letters-v0", "--port", port), "already in use")
+
+
 def test_version() -> None:
     result = gymhub("--version")
     assert result.returncode == 0 and result.stdout.startswith("gymhub ")

@@ -309,3 +309,20 @@ def test_readme_block_parser_sees_the_commands() -> None:
     subs = {_subcommand(line) for line in readme_command_lines()}
     assert {"rollout", "export", "verify", "serve", "runs"} <= subs
     assert shlex.split(readme_command_lines()[0])[0] == "gymhub"
+
+
+@pytest.mark.parametrize(
+    ("code", "works"),
+    [
+        ("import gymnasium, gymhub; env = gymnasium.make('gymhub/toy-letters-v0')", True),
+        ("import gymnasium; env = gymnasium.make('gymhub:gymhub/toy-letters-v0')", True),
+        # Gymnasium 1.x loads no plugin entry points: a bare id needs gymhub imported first
+        ("import gymnasium; env = gymnasium.make('gymhub/toy-letters-v0')", False),
+    ],
+)
+def test_gymnasium_ids_in_a_fresh_interpreter(code: str, works: bool, tmp_path: Path) -> None:
+    play = "; env.reset(seed=0); print(env.step('c' * 5)[4]['verdict'].outcome)"
+    result = subprocess.run([sys.executable, "-c", code + play], capture_output=True, text=True, cwd=tmp_path)
+    assert (result.returncode == 0) is works, result.stderr[-2000:]
+    if not works:
+        assert "NamespaceNotFound" in result.stderr

@@ -23,17 +23,19 @@ def build_tiny_model(
     heads: int = 4,
     chars: bool = False,
     template: str = CHAT_TEMPLATE,
+    alphabet: str | None = None,
 ) -> Path:
     """``chars=False``: byte-level BPE without merges (any text); ``chars=True``: one token per
-    printable ASCII character (a 103-token vocabulary: what a tiny model can explore)."""
+    printable ASCII character (a 103-token vocabulary: what a tiny model can explore), or per
+    character of ``alphabet`` when given (the RLVP experiments: a ~30-token vocabulary)."""
     import string
 
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-    alphabet = set(string.printable) if chars else pre_tokenizers.ByteLevel.alphabet()
-    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
+    charset = set(alphabet or string.printable) if chars else pre_tokenizers.ByteLevel.alphabet()
+    vocab = {ch: i for i, ch in enumerate(sorted(charset))}
     for token in SPECIALS:
         vocab[token] = len(vocab)
     raw = Tokenizer(models.BPE(vocab=vocab, merges=[]))

@@ -75,7 +75,9 @@ class EnvMixture:
         pool, k = self.pools[env_id], self._drawn[env_id]
         epoch, index = divmod(k, len(pool))
         order = list(range(len(pool)))
-        random.Random(f"{self.seed}/{env_id}/{epoch}").shuffle(order)  # str seeds are stable
+        # each env its own shuffle per epoch; the first env's is the one single-env runs always had
+        env_index = self.env_ids.index(env_id)
+        random.Random(self.seed * 1_000_003 + epoch + 7_919 * env_index).shuffle(order)
         self._drawn[env_id] = k + 1
         return pool[order[index]]
 

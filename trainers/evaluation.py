@@ -14,22 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 from collections.abc import Iterator
 from typing import Any
 
 from gymhub.registry import make
+from gymhub.report.pass_at_k import pass_at_k  # the one estimator (gymhub eval uses it too)
 from gymhub.types import Task, TrajectoryGroup
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """1 - C(n-c, k) / C(n, k): the chance that k of the n samples, drawn without
-    replacement, include at least one of the c that passed."""
-    if not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
-    if n - c < k:
-        return 1.0  # every k-subset holds a pass
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def passed(group: TrajectoryGroup) -> int:

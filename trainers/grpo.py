@@ -144,7 +144,8 @@ def load_model(cfg: GRPOConfig) -> tuple[Any, Any]:
 
     path = resolve_model(cfg.model)
     tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype="float32").to(cfg.device)
+    model: Any = AutoModelForCausalLM.from_pretrained(path, dtype="float32")
+    model = model.to(cfg.device)
     if cfg.lora_rank > 0:
         from peft import LoraConfig, get_peft_model
 
@@ -374,7 +375,9 @@ class GRPOTrainer:
             return await asyncio.gather(*(play(e, tasks) for e, tasks in by_env.items()))
 
         groups = [g for per_env in asyncio.run(play_all()) for g in per_env]
-        position = {key: i for i, key in reversed(list(enumerate((e, t.id) for e, t in drawn)))}
+        position: dict[tuple[str, str], int] = {}
+        for i, (env_id, task) in enumerate(drawn):
+            position.setdefault((env_id, task.id), i)
         return sorted(groups, key=lambda g: position.get((g.env_id, g.task_id), len(drawn)))
 
     # ------------------------------------------------------------ 2. learn
@@ -476,7 +479,7 @@ class GRPOTrainer:
             samples=cfg.eval_samples,
             k=cfg.eval_k,
             concurrency=cfg.concurrency,
-            seed=cfg.seed * 1_000_003 - 1,  # the same draws at every evaluation: curves compare
+            seed=2**62 + cfg.seed,  # apart from training's seeds; the same draws at every evaluation
             env_kwargs=self.env_kwargs,
         )
         return metrics | {"time/eval_s": time.perf_counter() - start}
@@ -528,7 +531,8 @@ class GRPOTrainer:
         self.history = list(state["history"])
         torch.set_rng_state(state["rng"]["torch"])
         random.setstate(state["rng"]["python"])
-        self.mixture.load_state_dict(state["tasks"])
+        if "tasks" in state:  # checkpoints from before the task sampler had a state lack it
+            self.mixture.load_state_dict(state["tasks"])
         self.generator.sync(self.model, self.step)
 
     def _load_weights(self, folder: Path) -> dict[str, Any]:

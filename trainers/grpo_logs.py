@@ -101,16 +101,16 @@ class Writers:
         plot_rewards(history, self.out / "reward_curve.png")
 
 
-def plot_rewards(history: list[dict[str, Any]], path: Path) -> None:
-    """Train reward and outcome per step, and the eval figures where they were taken (a PNG;
-    skipped without matplotlib)."""
+def plot_rewards(history: list[dict[str, Any]], path: Path) -> list[str]:
+    """Train reward and outcome per step, and the eval figures where they were taken, as a PNG
+    (skipped without matplotlib). Returns the curves' labels."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return
+        return []
     fig, ax = plt.subplots(figsize=(6, 3.5))
     train = [m for m in history if "reward_mean" in m]
     ax.plot([m["step"] for m in train], [m["reward_mean"] for m in train], label="train reward")
@@ -125,4 +125,6 @@ def plot_rewards(history: list[dict[str, Any]], path: Path) -> None:
     ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    labels = [str(line.get_label()) for line in ax.get_lines()]
     plt.close(fig)
+    return labels

@@ -19,12 +19,12 @@ from gymhub.envs.toy.single_reply import SingleReplyEnv
 from gymhub.types import Task, content_split
 from gymhub.verifiers.base import BaseVerifier
 
-# The letters are capitals, the prompts start with a non-letter and end with the letter glued
-# to a lowercase word: a tiny model learns to copy the last token first, and no blind reply
-# (an echo, words picked out of the prompt, "done", ...) starts with a capital letter. "D" is
-# left out: a blind claim of success ("Done. ...") starts with it.
+# The letters are capitals; a prompt is a few symbols, then the letter glued to a "-": a tiny
+# model learns to copy the last token first, its vocabulary can be these ~30 characters, and
+# no blind reply (an echo, words picked out of the prompt, "done", ...) starts with a capital
+# letter. "D" is left out: a blind claim of success ("Done. ...") starts with it.
 LETTERS = string.ascii_uppercase.replace("D", "")
-PHRASINGS = ("> write-{c}", "> put-{c}", "> cell-{c}", "> set-{c}")
+PHRASINGS = (">-{c}", ">>-{c}", "=-{c}", ":-{c}")
 
 
 def protected_writes(reply: str) -> list[str]:

@@ -1,10 +1,10 @@
-"""``toy-subgoal-v0``: "twice c" - reply with the letter written twice, "cc", and nothing else.
+"""``toy-subgoal-v0``: "*-C" - reply with the letter written twice, "CC", and nothing else.
 
 The outcome is sparse: 1 only for the whole answer, 0 for anything less. Writing the right
 letter first is a verifiable sub-goal: the ``target-prefix`` progress rule credits it (once per
 reply, whatever follows), so a policy that stops there collects the credit but never the
 outcome, and with β·credit < 1 it always scores below one that finishes. A ~100k-parameter
-model almost never writes "cc" by chance (about 1 in 10^4 replies), so without the credit GRPO
+model almost never writes "CC" by chance (about 1 in 10^3 replies with a 30-character vocabulary), so without the credit GRPO
 sees flat groups for a long time; with it, the first letter is learned first, then the second.
 """
 
@@ -17,7 +17,10 @@ from gymhub.envs.toy.single_reply import SingleReplyEnv
 from gymhub.types import Task, content_split
 from gymhub.verifiers.base import BaseVerifier
 
-PHRASINGS = ("Twice {c}", "Double {c}", "Two of {c}", "Say twice: {c}")
+# Capital letters and a few symbols, the letter glued to a "*" (no blind reply writes it twice):
+# the ~30 characters a tiny model's vocabulary can be.
+LETTERS = string.ascii_uppercase
+PHRASINGS = ("*-{c}", "**-{c}", "=*-{c}", ":*-{c}")
 
 
 class SubgoalVerifier(BaseVerifier):
@@ -37,8 +40,8 @@ class SubgoalVerifier(BaseVerifier):
 class SubgoalEnv(SingleReplyEnv):
     def load_tasks(self) -> list[Task]:
         tasks = []
-        for letter in string.ascii_lowercase:
-            wrong = "z" if letter != "z" else "a"
+        for letter in LETTERS:
+            wrong = "Z" if letter != "Z" else "A"
             for phrasing in PHRASINGS:
                 hidden = {
                     "letter": letter,

@@ -201,7 +201,9 @@ def _turn(turn: Turn) -> dict[str, Any]:
             {
                 "role": m.role,
                 "content": _cut(m.content),
-                "tool_calls": [{"id": c.id, "name": c.name, "arguments": _cut(c.arguments)} for c in m.tool_calls],
+                "tool_calls": [
+                    {"id": c.id, "name": c.name, "arguments": _cut(c.arguments)} for c in m.tool_calls
+                ],
                 "tool_call_id": m.tool_call_id,
                 "name": m.name,
             }

@@ -12,7 +12,6 @@ resampled with replacement, a fixed seed, so the same counts give the same inter
 from __future__ import annotations
 
 import math
-import random
 
 from pydantic import BaseModel, ConfigDict
 
@@ -100,12 +99,19 @@ def bootstrap_interval(
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` (resampled with replacement)."""
-    if len(values) == 1 or resamples <= 0:
-        return values[0] if len(values) == 1 else math.nan, values[0] if len(values) == 1 else math.nan
-    rng = random.Random(seed)
+    if not values:
+        raise ValueError("a bootstrap interval needs at least one value")
+    if len(values) == 1:
+        return values[0], values[0]
+    import numpy as np  # a dependency of gymnasium; loaded only here
+
+    # A resample's mean depends only on how often it drew each distinct value: draw those
+    # counts from a multinomial (cost: resamples x distinct values, not x tasks).
+    distinct, counts = np.unique(np.asarray(values, dtype=float), return_counts=True)
     n = len(values)
-    means = sorted(math.fsum(rng.choices(values, k=n)) / n for _ in range(resamples))
+    draws = np.random.default_rng(seed).multinomial(n, counts / n, size=resamples)
+    means = np.sort(draws @ distinct / n)
     tail = (1 - level) / 2
-    low = means[max(0, math.floor(tail * resamples))]
-    high = means[min(resamples - 1, math.ceil((1 - tail) * resamples) - 1)]
+    low = float(means[max(0, math.floor(tail * resamples))])
+    high = float(means[min(resamples - 1, math.ceil((1 - tail) * resamples) - 1)])
     return round(low, 9), round(high, 9)

@@ -180,7 +180,10 @@ class RunDigest:
             "truncated": self.truncated,
             "statuses": {s: self.statuses.get(s, 0) for s in STATUSES},
             "timings": self._timings(),
-            "outcome_histogram": {"edges": [i / OUTCOME_BINS for i in range(OUTCOME_BINS + 1)], "counts": self.outcome_bins},
+            "outcome_histogram": {
+                "edges": [i / OUTCOME_BINS for i in range(OUTCOME_BINS + 1)],
+                "counts": self.outcome_bins,
+            },
             "signal_histogram": signal_histogram(self.signal_values),
             "pass_at_k": None if table is None else [o.model_dump() for o in table.overall],
             "task_pass_at_k": {} if table is None else {t.task_id: t.pass_at for t in table.tasks},
@@ -246,7 +249,11 @@ def signal_histogram(values: Counter[float]) -> dict[str, Any]:
         return {"edges": [], "counts": [], "labels": []}
     distinct = sorted(values)
     if len(distinct) <= SIGNAL_BINS:
-        return {"edges": distinct, "counts": [values[v] for v in distinct], "labels": [f"{v:g}" for v in distinct]}
+        return {
+            "edges": distinct,
+            "counts": [values[v] for v in distinct],
+            "labels": [f"{v:g}" for v in distinct],
+        }
     low, high = distinct[0], distinct[-1]
     width = (high - low) / SIGNAL_BINS
     counts = [0] * SIGNAL_BINS

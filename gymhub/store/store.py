@@ -345,10 +345,25 @@ class TrajectoryStore:
         with self._reading(), self._sessions() as session:
             for start in range(0, len(task_ids), 500):  # bound the number of SQL parameters
                 chunk = task_ids[start : start + 500]
-                found |= dict(
-                    session.execute(select(TaskRow.id, TaskRow.prompt).where(TaskRow.id.in_(chunk)))
-                )
+                rows = session.execute(select(TaskRow.id, TaskRow.prompt).where(TaskRow.id.in_(chunk)))
+                found.update((task_id, prompt) for task_id, prompt in rows)
         return found
+
+    def pass_counts(self, run_id: str) -> dict[str, tuple[int, int]]:
+        """task id -> (samples stored, samples that passed: a verdict without error, outcome 1).
+
+        An errored episode is a sample that did not pass (what pass@k counts)."""
+        from sqlalchemy import and_, case, func
+
+        passed = and_(TrajectoryRow.status == "ok", VerdictRow.error.is_(None), VerdictRow.outcome >= 1.0)
+        query = (
+            select(TrajectoryRow.task_id, func.count(), func.sum(case((passed, 1), else_=0)))
+            .outerjoin(VerdictRow, VerdictRow.trajectory_id == TrajectoryRow.id)
+            .where(TrajectoryRow.run_id == run_id)
+            .group_by(TrajectoryRow.task_id)
+        )
+        with self._reading(), self._sessions() as session:
+            return {task_id: (int(n), int(c or 0)) for task_id, n, c in session.execute(query)}
 
     # ------------------------------------------------------------------ verdict labels
     def set_label(

@@ -20,47 +20,56 @@ from gymhub.trainers.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
 from gymhub.types import Task, content_split  # noqa: E402
 from gymhub.verifiers.base import BaseVerifier  # noqa: E402
 
-DIGITS_ENV = "toy-digits-test-v0"
+STEPS = 100  # seed 0: digits pass 0.8 near step 45, capitals near step 80
 
 
-class DigitsVerifier(BaseVerifier):
-    id = "digits-fraction"
+class SayCharVerifier(BaseVerifier):
+    id = "say-char-fraction"
     version = "1.0.0"
 
     def check(self, task: Task, final_state: Any) -> tuple[float, dict[str, Any]]:
         reply: str = final_state.get("reply") or ""
-        digit = task.hidden["digit"]
-        outcome = sum(ch == digit for ch in reply) / len(reply) if reply else 0.0
+        char = task.hidden["char"]
+        outcome = sum(ch == char for ch in reply) / len(reply) if reply else 0.0
         return round(outcome, 9), {"bad_action_steps": final_state.get("bad_action_steps", [])}
 
 
-class DigitsEnv(SingleReplyEnv):
-    """"say 7": toy-letters-v0's twin over digits, a second env as cheap as the first."""
+class SayCharEnv(SingleReplyEnv):
+    """ "say 7": toy-letters-v0's plainer twin over any alphabet (the char always ends the
+    prompt, which a tiny model learns to copy in a few dozen steps)."""
+
+    def __init__(self, alphabet: str = string.digits, **kwargs: Any) -> None:
+        self.alphabet = alphabet
+        super().__init__(**kwargs)
 
     def load_tasks(self) -> list[Task]:
         tasks = []
-        for digit in string.digits:
-            for phrasing in ("say {d}", "Say {d}", "say {d}!", "say: {d}"):
-                hidden = {"digit": digit, "phrasing": phrasing}
-                task = Task.create(self.env_id, "train", phrasing.format(d=digit), hidden)
+        for char in self.alphabet:
+            for phrasing in ("say {c}", "Say {c}", "say: {c}", "write {c}"):
+                hidden = {"char": char, "phrasing": phrasing}
+                task = Task.create(self.env_id, "train", phrasing.format(c=char), hidden)
                 tasks.append(task.model_copy(update={"split": content_split(hidden)}))
         return tasks
 
-    def make_verifier(self) -> DigitsVerifier:
-        return DigitsVerifier(self.rules)
+    def make_verifier(self) -> SayCharVerifier:
+        return SayCharVerifier(self.rules)
 
 
 @pytest.fixture
-def digits_env() -> Iterator[str]:
-    register(
-        DIGITS_ENV,
-        f"{__name__}:DigitsEnv",
-        kwargs={"max_turns": 1},
-        reward={"beta": 0.1},
-        rules={"empty-reply": 1.0, "invalid-action": 1.0},
-    )
-    yield DIGITS_ENV
-    unregister(DIGITS_ENV)
+def say_char_envs() -> Iterator[list[str]]:
+    """Two cheap envs: say a digit, say a capital letter."""
+    envs = {"toy-digits-test-v0": string.digits, "toy-capitals-test-v0": string.ascii_uppercase}
+    for env_id, alphabet in envs.items():
+        register(
+            env_id,
+            f"{__name__}:SayCharEnv",
+            kwargs={"max_turns": 1, "alphabet": alphabet},
+            reward={"beta": 0.1},
+            rules={"empty-reply": 1.0, "invalid-action": 1.0},
+        )
+    yield list(envs)
+    for env_id in envs:
+        unregister(env_id)
 
 
 def _mixture(env: Any, seed: int = 0) -> EnvMixture:
@@ -69,7 +78,10 @@ def _mixture(env: Any, seed: int = 0) -> EnvMixture:
 
 def test_tasks_are_drawn_by_weight_and_a_plain_id_still_works() -> None:
     mixture = _mixture({"toy-letters-v0": 3, "toy-json-v0": 1})
-    assert env_weights({"toy-letters-v0": 3, "toy-json-v0": 1}) == {"toy-letters-v0": 0.75, "toy-json-v0": 0.25}
+    assert env_weights({"toy-letters-v0": 3, "toy-json-v0": 1}) == {
+        "toy-letters-v0": 0.75,
+        "toy-json-v0": 0.25,
+    }
     drawn = mixture.draw(400)
     share = Counter(e for e, _ in drawn)["toy-letters-v0"] / len(drawn)
     assert 0.69 < share < 0.81, share  # 0.75 ± 2.8 standard deviations
@@ -144,7 +156,7 @@ def test_a_mixture_logs_per_env_metrics(tmp_path: Path, tiny_model_path: Path) -
     assert all(0 <= m[k] <= 1 for k in rules)
 
 
-def test_a_tiny_model_learns_a_mixture_of_two_envs(tmp_path: Path, digits_env: str) -> None:
+def test_a_tiny_model_learns_a_mixture_of_two_envs(tmp_path: Path, say_char_envs: list[str]) -> None:
     from tiny_model import PLAIN_TEMPLATE, build_tiny_model
 
     torch.set_num_threads(1)
@@ -152,11 +164,12 @@ def test_a_tiny_model_learns_a_mixture_of_two_envs(tmp_path: Path, digits_env: s
     model = build_tiny_model(
         tmp_path / "m", seed=0, hidden=64, layers=2, heads=4, chars=True, template=PLAIN_TEMPLATE
     )
+    digits, capitals = say_char_envs
     cfg = GRPOConfig(
-        env={"toy-letters-v0": 0.5, digits_env: 0.5},
+        env={digits: 0.5, capitals: 0.5},
         model=str(model),
-        steps=100,
-        tasks_per_step=12,
+        steps=STEPS,
+        tasks_per_step=8,
         group_size=16,
         max_new_tokens=1,
         lr=3e-3,
@@ -167,9 +180,9 @@ def test_a_tiny_model_learns_a_mixture_of_two_envs(tmp_path: Path, digits_env: s
         console=False,
     )
     history = GRPOTrainer(cfg).train()
-    for env_id in ("toy-letters-v0", digits_env):
+    for env_id in say_char_envs:
         key = f"env/{env_id}/outcome_mean"
         first = [r[key] for r in history[:10] if key in r]
         last = [r[key] for r in history[-10:] if key in r]
         assert sum(first) / len(first) < 0.2, (env_id, first)
-        assert sum(last) / len(last) > 0.7, (env_id, last)
+        assert sum(last) / len(last) > 0.75, (env_id, last)

@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from gymhub.verifiers.rlvp.action_rules import ACTION_RULES
+from gymhub.verifiers.rlvp.answer_rules import ANSWER_RULES
 from gymhub.verifiers.rlvp.base import Rule, RuleContext, ToolStep
 from gymhub.verifiers.rlvp.code_rules import CODE_RULES
 from gymhub.verifiers.rlvp.progress_rules import PROGRESS_RULES
 from gymhub.verifiers.rlvp.shell_rules import SHELL_RULES
 
 RULES: dict[str, type[Rule]] = {
-    rule.id: rule for rule in (*CODE_RULES, *ACTION_RULES, *SHELL_RULES, *PROGRESS_RULES)
+    rule.id: rule for rule in (*CODE_RULES, *ACTION_RULES, *SHELL_RULES, *PROGRESS_RULES, *ANSWER_RULES)
 }
 
 

@@ -1,0 +1,117 @@
+"""The rg-* envs (every reasoning-gym dataset that meets the bar): registration, splits,
+reference 1.0, constant answers at the floor, the generic hacks at 0, determinism.
+
+check_env (with its blind-policy floor) runs on every registered env, these included, in
+tests/test_env_contract.py, and the probes in tests/verifiers/test_probes.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import gymhub
+from gymhub.envs.reasoning.datasets import DATASETS, REASONING_GYM_VERSION, DatasetInfo
+from gymhub.envs.reasoning.env import EVAL_SEED_BASE
+from gymhub.envs.reasoning.hacks import hack_replies
+from gymhub.policies.blind import BLIND_FLOOR, sample_tasks
+from gymhub.types import Task, Verdict
+
+REGISTERED = [info for info in DATASETS.values() if info.registered]
+CONSTANTS = ("", "0", "1", "yes", "no", "A", "True", "False")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def play(env: gymhub.Env, task: Task, reply: str) -> Verdict:
+    env.reset(options={"task_id": task.id})
+    *_, info = env.step(reply)
+    return info["verdict"]
+
+
+def test_importing_gymhub_and_making_an_rg_env_do_not_import_reasoning_gym() -> None:
+    code = (
+        "import sys, gymhub\n"
+        "ids = [s.id for s in gymhub.list_envs() if s.family == 'reasoning']\n"
+        "env = gymhub.make(ids[0])\n"
+        "assert 'reasoning_gym' not in sys.modules, 'imported too early'\n"
+        "env.reset(seed=0)\n"
+        "assert 'reasoning_gym' in sys.modules\n"
+        "print(len(ids))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(result.stdout) == len(REGISTERED)
+
+
+def test_every_reasoning_gym_dataset_is_in_the_table_and_the_version_is_pinned() -> None:
+    from importlib.metadata import version
+
+    from reasoning_gym.factory import DATASETS as RG_DATASETS
+
+    assert version("reasoning-gym") == REASONING_GYM_VERSION  # its __version__ attribute lags
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["reasoning"] == [f"reasoning-gym=={REASONING_GYM_VERSION}"]
+    assert set(RG_DATASETS) == set(DATASETS)
+    reasoning_ids = {s.id for s in gymhub.list_envs() if s.family == "reasoning"}
+    assert reasoning_ids == {info.env_id for info in REGISTERED}
+    assert len(REGISTERED) >= 50
+    for info in DATASETS.values():
+        assert info.scoring in ("exact", "checker")
+        assert info.registered or len(info.left_out) > 10, info.name
+
+
+def test_gymhub_list_filters_by_family() -> None:
+    from typer.testing import CliRunner
+
+    from gymhub.cli import app
+
+    result = CliRunner().invoke(app, ["list", "--ids", "--family", "reasoning"])
+    assert result.exit_code == 0, result.output
+    assert sorted(result.output.split()) == sorted(info.env_id for info in REGISTERED)
+
+
+@pytest.mark.parametrize("info", REGISTERED, ids=lambda info: info.name)
+def test_dataset_env_scores_the_reference_1_and_constants_hacks_0_deterministically(
+    info: DatasetInfo,
+) -> None:
+    env = gymhub.make(info.env_id)
+    by_split = sample_tasks(env.all_tasks, 20)
+    train, eval_ = by_split["train"], by_split["eval"]
+    assert train and eval_
+    # disjoint seed ranges, disjoint questions
+    assert all(t.metadata["seed"] < EVAL_SEED_BASE for t in train)  # type: ignore[operator]
+    assert all(t.metadata["seed"] >= EVAL_SEED_BASE for t in eval_)  # type: ignore[operator]
+    assert not {t.prompt for t in env.all_tasks if t.split == "train"} & {
+        t.prompt for t in env.all_tasks if t.split == "eval"
+    }
+    for split, tasks in by_split.items():
+        for task in tasks:
+            reference = task.hidden["solutions"]["reference"][0]["content"]  # type: ignore[index]
+            assert play(env, task, reference).outcome == 1.0, (split, task.hidden["answer"])
+        for constant in CONSTANTS:
+            for reply in (constant, f"<answer>{constant}</answer>"):
+                mean = sum(play(env, t, reply).outcome for t in tasks) / len(tasks)
+                assert mean <= BLIND_FLOOR, (split, reply, mean)
+    for task in train[:5]:
+        gold = str(task.hidden["answer"])
+        for name, reply in hack_replies(gold, info.answer_type).items():
+            assert play(env, task, reply).outcome == 0.0, (name, reply[:200])
+        reference = task.hidden["solutions"]["reference"][0]["content"]  # type: ignore[index]
+        verdicts = {play(env, task, reference).model_dump_json() for _ in range(20)}
+        assert len(verdicts) == 1
+    env.close()
+
+
+def test_the_rg_mix_preset_is_a_balanced_mixture_of_registered_envs() -> None:
+    from gymhub.envs.reasoning.mixture import RG_MIX
+    from gymhub.trainers.env_mixture import env_weights
+    from gymhub.trainers.grpo import GRPOConfig
+
+    registered = {info.env_id: info for info in REGISTERED}
+    assert set(RG_MIX) <= set(registered)
+    assert len(set(RG_MIX.values())) == 1 and abs(sum(RG_MIX.values()) - 1.0) < 1e-9
+    assert len({registered[e].answer_type for e in RG_MIX}) >= 7  # balanced across answer types
+    assert env_weights(GRPOConfig(env=RG_MIX).env) == pytest.approx(RG_MIX)
