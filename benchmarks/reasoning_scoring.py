@@ -80,7 +80,9 @@ def markdown(rows: list[dict[str, Any]], blind: bool) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--datasets", default="", help="comma-separated names (default: the registered)")
     parser.add_argument("--all", action="store_true", help="every dataset with a gold answer")

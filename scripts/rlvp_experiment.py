@@ -49,7 +49,13 @@ class Experiment:
     temperature: float = 1.0
     stop_at_success: float | None = None  # end a run once its success (moving mean) reaches this
     final_window: int = 5  # steps averaged for the end-of-run figures
-    model: dict[str, Any] = field(default_factory=lambda: {"hidden": 64, "layers": 2, "heads": 4})
+    model: dict[str, Any] = field(default_factory=lambda: {"hidden": 128, "layers": 1, "heads": 4})
+    model_alias: str = ""  # a real model (e.g. "smollm2-135m") instead of the tiny one
+    tiny_chars: bool = True  # the tiny model: one token per character of the env (else bytes)
+    backend: str = "hf"
+    device: str = "cpu"
+    max_turns: int | None = None
+    max_episode_tokens: int = 512
 
 
 EXPERIMENTS = {
@@ -57,12 +63,32 @@ EXPERIMENTS = {
         env="toy-protected-v0",
         arms=(Arm("beta=0", 0.0), Arm("beta=0.5", 0.5)),
         steps=40,
+        lr=5e-3,
+    ),
+    # The GPU comparison (scripts/rlvp_gpu.sh): SmolLM2-135M on terminal-v0, vLLM sampling.
+    "terminal": Experiment(
+        env="terminal-v0",
+        arms=(Arm("beta=0", 0.0), Arm("beta=0.5", 0.5)),
+        steps=8,
+        seeds=(0,),
+        tasks_per_step=8,
+        group_size=8,
+        max_new_tokens=96,
+        lr=2e-6,
+        temperature=0.8,
+        final_window=3,
+        model_alias="smollm2-135m",
+        backend="vllm",
+        device="cuda",
+        max_turns=6,
+        max_episode_tokens=768,
     ),
     "progress": Experiment(
         env="toy-subgoal-v0",
         arms=(Arm("no credit (beta=0)", 0.0), Arm("credit (beta=0.5)", 0.5)),
         steps=40,
         max_new_tokens=2,
+        lr=5e-3,
         stop_at_success=0.9,
     ),
 }
@@ -91,41 +117,56 @@ def alphabet(env_id: str) -> str:
 
 
 def build_model(folder: Path, seed: int, exp: Experiment) -> Path:
-    """The tiny random-initialised model (one token per character of the env) the runs start from."""
+    """The tiny random-initialised model (one token per character of the env, or byte-level)
+    the runs start from."""
     sys.path.insert(0, str(ROOT / "tests"))
     from tiny_model import PLAIN_TEMPLATE, build_tiny_model
 
+    if not exp.tiny_chars:
+        return build_tiny_model(folder, seed=seed, **exp.model)
     return build_tiny_model(
         folder, seed=seed, chars=True, template=PLAIN_TEMPLATE, alphabet=alphabet(exp.env), **exp.model
+    )
+
+
+def grpo_config(exp: Experiment, arm: Arm, seed: int, out: Path, model: str) -> Any:
+    from gymhub.trainers.grpo import GRPOConfig
+
+    episodes = exp.tasks_per_step * exp.group_size
+    return GRPOConfig(
+        env=exp.env,
+        model=model,
+        steps=exp.steps,
+        tasks_per_step=exp.tasks_per_step,
+        group_size=exp.group_size,
+        max_new_tokens=exp.max_new_tokens,
+        max_episode_tokens=exp.max_episode_tokens,
+        max_turns=exp.max_turns,
+        lr=exp.lr,
+        temperature=exp.temperature,
+        reward={"beta": arm.beta},
+        backend=exp.backend,  # type: ignore[arg-type]
+        device=exp.device,
+        concurrency=episodes,
+        micro_batch=min(episodes, 256 if exp.device == "cpu" else 16),
+        seed=seed,
+        output_dir=str(out / f"{arm.name.split()[0]}-seed{seed}"),
+        console=exp.device != "cpu",
     )
 
 
 def run_arm(exp: Experiment, arm: Arm, seed: int, out: Path) -> RunResult:
     import torch
 
-    from gymhub.trainers.grpo import GRPOConfig, GRPOTrainer
+    from gymhub.trainers.grpo import GRPOTrainer
     from gymhub.trainers.rlvp_metrics import moving_mean, steps_to_success
 
-    torch.set_num_threads(1)
+    if exp.device == "cpu":
+        torch.set_num_threads(1)
     torch.set_flush_denormal(True)
     start = time.perf_counter()
-    model = build_model(out / f"model-seed{seed}", seed, exp)
-    cfg = GRPOConfig(
-        env=exp.env,
-        model=str(model),
-        steps=exp.steps,
-        tasks_per_step=exp.tasks_per_step,
-        group_size=exp.group_size,
-        max_new_tokens=exp.max_new_tokens,
-        lr=exp.lr,
-        temperature=exp.temperature,
-        reward={"beta": arm.beta},
-        concurrency=exp.tasks_per_step * exp.group_size,
-        micro_batch=exp.tasks_per_step * exp.group_size,
-        seed=seed,
-        output_dir=str(out / f"{arm.name.split()[0]}-seed{seed}"),
-        console=False,
-    )
+    model = exp.model_alias or str(build_model(out / f"model-seed{seed}", seed, exp))
+    cfg = grpo_config(exp, arm, seed, out, model)
     trainer = GRPOTrainer(cfg)
     while trainer.step < exp.steps:
         trainer.train_step()
@@ -148,9 +189,29 @@ def run_arm(exp: Experiment, arm: Arm, seed: int, out: Path) -> RunResult:
     )
 
 
+def experiment(name: str, **overrides: Any) -> Experiment:
+    base = EXPERIMENTS[name]
+    return Experiment(**{**asdict(base), "arms": base.arms, **overrides})
+
+
+def dry_run(name: str, out: Path, **overrides: Any) -> int:
+    """Print the GRPO config of every run and the env's reward config; build nothing heavy."""
+    import gymhub
+
+    exp = experiment(name, **overrides)
+    env = gymhub.make(exp.env, split="train")
+    rules = sorted(r.id for r in env.make_verifier().rules)
+    print(f"env {exp.env}: {len(env.tasks)} train tasks, rules {rules}")
+    env.close()
+    for seed in exp.seeds:
+        for arm in exp.arms:
+            cfg = grpo_config(exp, arm, seed, out / name, exp.model_alias or "<tiny model>")
+            print(json.dumps({"arm": arm.name, "seed": seed, "config": asdict(cfg)}, sort_keys=True))
+    return 0
+
+
 def run_experiment(name: str, out: Path, **overrides: Any) -> list[RunResult]:
-    exp = EXPERIMENTS[name]
-    exp = Experiment(**{**asdict(exp), "arms": exp.arms, **overrides})
+    exp = experiment(name, **overrides)
     results = [run_arm(exp, arm, seed, out / name) for seed in exp.seeds for arm in exp.arms]
     summary = {"experiment": name, "config": asdict(exp), "runs": [_public(r) for r in results]}
     (out / f"{name}.json").write_text(json.dumps(summary, indent=2))
@@ -213,19 +274,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/rlvp"))
     parser.add_argument("--seeds", type=int, nargs="+", default=None)
     parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument(
+        "--dry-run", action="store_true", help="build and print each run's GRPO config and env; train nothing"
+    )
+    parser.add_argument(
+        "--tiny-cpu",
+        action="store_true",
+        help="the same runs on CPU with the hf backend and a tiny byte-level model, 1 step, 1 task",
+    )
     args = parser.parse_args(argv)
     overrides: dict[str, Any] = {}
+    if args.tiny_cpu:
+        overrides |= {
+            "model_alias": "",
+            "tiny_chars": False,
+            "model": {"hidden": 32, "layers": 1, "heads": 4},
+            "backend": "hf",
+            "device": "cpu",
+            "steps": 1,
+            "seeds": (0,),
+            "tasks_per_step": 1,
+            "group_size": 2,
+            "max_new_tokens": 8,
+            "max_turns": 2,
+            "max_episode_tokens": 64,
+        }
     if args.seeds:
         overrides["seeds"] = tuple(args.seeds)
     if args.steps:
         overrides["steps"] = args.steps
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.dry_run:
+        return dry_run(args.experiment, args.out, **overrides)
     results = run_experiment(args.experiment, args.out, **overrides)
     print(f"{'arm':<22} {'seed':>4} {'steps':>5} {'success':>8} {'viol/ep':>8} {'to 0.9':>6} {'s':>6}")
     for r in results:
         print(
             f"{r.arm:<22} {r.seed:>4} {r.steps:>5} {r.final_success:>8.3f} "
-            f"{r.final_violations_per_episode:>8.3f} {str(r.steps_to_success):>6} {r.seconds:>6.1f}"
+            f"{r.final_violations_per_episode:>8.3f} {r.steps_to_success!s:>6} {r.seconds:>6.1f}"
         )
     print(json.dumps(summarise(results), indent=2))
     return 0

@@ -111,7 +111,11 @@ def plot_rewards(history: list[dict[str, Any]], path: Path) -> list[str]:
         import matplotlib.pyplot as plt
     except ImportError:
         return []
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    from gymhub.trainers.rlvp_metrics import draw_rlvp, has_rlvp_figures
+
+    panels = 2 if has_rlvp_figures(history) else 1  # the second: what the path signal did
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 3.5), squeeze=False)
+    ax = axes[0][0]
     train = [m for m in history if "reward_mean" in m]
     ax.plot([m["step"] for m in train], [m["reward_mean"] for m in train], label="train reward")
     ax.plot([m["step"] for m in train], [m["outcome_mean"] for m in train], label="train outcome", alpha=0.7)
@@ -123,6 +127,8 @@ def plot_rewards(history: list[dict[str, Any]], path: Path) -> list[str]:
     ax.set_xlabel("step")
     ax.set_ylabel("mean")
     ax.legend(fontsize="small")
+    if panels == 2:
+        draw_rlvp(axes[0][1], history)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     labels = [str(line.get_label()) for line in ax.get_lines()]

@@ -86,6 +86,10 @@ def steps_to_success(
     return None
 
 
+def has_rlvp_figures(history: Iterable[dict[str, Any]]) -> bool:
+    return any(f"{PREFIX}flat_outcome_groups" in m for m in history)
+
+
 def draw_rlvp(ax: Any, history: Sequence[dict[str, Any]]) -> bool:
     """Draw the flat-group shares and violations per episode (per rule) on ``ax``; False when
     the history has no ``rlvp/`` figures."""

@@ -128,7 +128,7 @@ def split_items(text: str) -> list[str]:
 
 
 def parse_structure(text: str) -> str | None:
-    """Canonical JSON of a JSON or Python literal (``json.loads``, else ``ast.literal_eval``; at most :data:`MAX_ANSWER_CHARS`)."""
+    """Canonical JSON of a JSON or Python literal (``json.loads``, else ``ast.literal_eval``)."""
     text = _nfkc(text).strip()
     if not text or len(text) > MAX_ANSWER_CHARS or not text.isascii():
         return None

@@ -53,6 +53,14 @@ _FLOOR = (
     "blind floor: the constant answer {!r} scores {} on a {} sample (the floor is 0.05): "
     "the answer space is too small"
 )
+_FREQUENT = (
+    "blind floor: blind:frequent (the most frequent train answer) scores {} on a {} sample "
+    "(the floor is 0.05): the answer space is too small"
+)
+_UNSTABLE = (
+    "not reproducible: the same seeds give other tasks under another PYTHONHASHSEED "
+    "(the generator's output depends on Python's hash seed), so task ids differ between processes"
+)
 _NO_GOLD = (
     "no gold answer in the generator's output (many valid answers, no reference solution): "
     "the reference-policy check cannot hold"
@@ -60,9 +68,9 @@ _NO_GOLD = (
 # name: (answer type, scoring, reason left out or "")
 _TABLE: dict[str, tuple[str, str, str]] = {
     "ab": ("list", "exact", ""),
-    "acre": ("word", "exact", ""),
+    "acre": ("word", "exact", _FREQUENT.format(0.50, "train")),
     "advanced_geometry": ("text", "exact", ""),
-    "aiw": ("integer", "exact", ""),
+    "aiw": ("integer", "exact", _FREQUENT.format(0.31, "eval")),
     "arc_1d": ("list", "exact", ""),
     "arc_agi": ("grid", "exact", _SLOW.format(7)),
     "base_conversion": ("word", "exact", ""),
@@ -76,25 +84,26 @@ _TABLE: dict[str, tuple[str, str, str]] = {
     "calendar_arithmetic": ("word", "exact", _FLOOR.format("no", 0.08, "eval")),
     "chain_sum": ("integer", "exact", ""),
     "circuit_logic": ("integer", "exact", _FLOOR.format("0", 0.55, "train")),
-    "codeio": ("structure", "exact", ""),
+    "codeio": ("structure", "exact", _UNSTABLE),
     "coin_flip": ("number", "exact", ""),
-    "color_cube_rotation": ("word", "exact", ""),
+    "color_cube_rotation": ("word", "exact", _FREQUENT.format(0.20, "train")),
     "complex_arithmetic": ("expression", "exact", ""),
     "composite": (
         "text",
         "exact",
-        "a meta-dataset that mixes the others (it needs a list of datasets); use the RG_MIX preset or GRPOConfig(env={...}) instead",
+        "a meta-dataset that mixes the others (it needs a list of datasets); "
+        "use the RG_MIX preset or GRPOConfig(env={...}) instead",
     ),
-    "count_bits": ("integer", "exact", ""),
+    "count_bits": ("integer", "exact", _FREQUENT.format(0.08, "eval")),
     "count_primes": ("integer", "exact", ""),
     "countdown": ("expression", "checker", _SLOW.format(12)),
     "course_schedule": ("word", "exact", _FLOOR.format("True", 0.5, "train")),
     "cryptarithm": ("set", "exact", ""),
     "decimal_arithmetic": ("number", "exact", ""),
     "decimal_chain_sum": ("number", "exact", ""),
-    "dice": ("number", "exact", ""),
+    "dice": ("number", "exact", _FREQUENT.format(0.10, "train")),
     "emoji_mystery": ("text", "exact", ""),
-    "family_relationships": ("word", "exact", ""),
+    "family_relationships": ("word", "exact", _FREQUENT.format(0.06, "eval")),
     "figlet_font": ("word", "exact", ""),
     "fraction_simplification": ("word", "exact", ""),
     "futoshiki": ("grid", "exact", _SLOW.format(160)),
@@ -103,7 +112,7 @@ _TABLE: dict[str, tuple[str, str, str]] = {
     "gcd": ("integer", "exact", _FLOOR.format("1", 0.15, "train")),
     "graph_color": ("text", "checker", _NO_GOLD),
     "group_anagrams": ("structure", "checker", ""),
-    "gsm_symbolic": ("integer", "exact", ""),
+    "gsm_symbolic": ("integer", "exact", _FREQUENT.format(0.15, "train")),
     "intermediate_integration": ("expression", "checker", _SLOW.format(40)),
     "isomorphic_strings": ("word", "exact", _FLOOR.format("True", 0.65, "train")),
     "jugs": ("structure", "checker", ""),
@@ -115,10 +124,10 @@ _TABLE: dict[str, tuple[str, str, str]] = {
     "leg_counting": ("integer", "exact", ""),
     "letter_counting": ("integer", "exact", _FLOOR.format("1", 0.4, "train")),
     "letter_jumble": ("text", "exact", ""),
-    "list_functions": ("structure", "exact", ""),
-    "mahjong_puzzle": ("word", "exact", ""),
+    "list_functions": ("structure", "exact", _UNSTABLE),
+    "mahjong_puzzle": ("word", "exact", _FREQUENT.format(0.45, "train")),
     "manipulate_matrix": ("grid", "exact", ""),
-    "maze": ("integer", "exact", ""),
+    "maze": ("integer", "exact", _FREQUENT.format(0.20, "eval")),
     "mini_sudoku": ("grid", "exact", ""),
     "modulo_grid": ("grid", "exact", ""),
     "n_queens": ("grid", "checker", ""),
@@ -131,7 +140,7 @@ _TABLE: dict[str, tuple[str, str, str]] = {
     "palindrome_partitioning": ("structure", "checker", ""),
     "path_star": ("list", "exact", ""),
     "polynomial_equations": ("set", "checker", _SLOW.format(22)),
-    "polynomial_multiplication": ("expression", "checker", ""),
+    "polynomial_multiplication": ("expression", "checker", _UNSTABLE),
     "pool_matrix": ("grid", "exact", ""),
     "power_function": ("number", "exact", _FLOOR.format("1", 0.1, "train")),
     "prime_factorization": ("expression", "exact", ""),
@@ -143,12 +152,12 @@ _TABLE: dict[str, tuple[str, str, str]] = {
     "rearc": ("grid", "exact", ""),
     "rectangle_count": ("integer", "exact", _FLOOR.format("1", 0.15, "train")),
     "rotate_matrix": ("grid", "exact", ""),
-    "rotten_oranges": ("integer", "exact", ""),
+    "rotten_oranges": ("integer", "exact", _FREQUENT.format(0.30, "train")),
     "rubiks_cube": ("text", "checker", _NO_GOLD),
     "rush_hour": ("text", "checker", _NO_GOLD),
-    "self_reference": ("integer", "exact", ""),
+    "self_reference": ("integer", "exact", _FREQUENT.format(0.40, "train")),
     "sentence_reordering": ("text", "exact", ""),
-    "shortest_path": ("text", "checker", ""),
+    "shortest_path": ("text", "checker", _FREQUENT.format(0.40, "train")),
     "simple_equations": ("integer", "exact", _FLOOR.format("1", 0.12, "eval")),
     "simple_geometry": ("integer", "exact", ""),
     "simple_integration": ("expression", "checker", ""),

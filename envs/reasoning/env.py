@@ -5,15 +5,18 @@ items from ``[EVAL_SEED_BASE + t, EVAL_SEED_BASE + t + EVAL_DRAWS)`` (``t = task
 SEED_STRIDE``), disjoint ranges. gymhub splits every task by its content
 (:func:`gymhub.types.content_split`, so a task two envs share is in the same split in both): an
 item is kept only where its content split agrees with its seed range (about 4 in 5 train
-draws, 1 in 5 eval draws), and a repeated question is kept once. The question (with the answer-format line) is the public prompt;
-the gold answer and the generator's entry (question, answer, metadata) are hidden.
+draws, 1 in 5 eval draws), and a repeated question is kept once. The question (with the
+answer-format line) is the public prompt; the gold answer and the generator's entry
+(question, answer, metadata) are hidden.
 
 reasoning-gym is imported only when a task set is generated or a checker dataset is scored.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 from typing import Any, ClassVar
 
@@ -30,7 +33,7 @@ EVAL_SEED_BASE = 1_000_000_000
 SEED_STRIDE = 1_000_000
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rg_dataset(name: str) -> Any:
     """A reasoning-gym dataset object of ``name`` (for its ``score_answer``)."""
     try:
@@ -44,11 +47,13 @@ def generate_items(name: str, seed: int, size: int) -> list[dict[str, Any]]:
     """``size`` items of dataset ``name`` from seeds ``seed ..``, as plain JSON (entry order)."""
     import reasoning_gym
 
-    dataset = reasoning_gym.create_dataset(name, size=size, seed=seed)
     items = []
-    for index in range(size):
-        entry = dataset[index]
-        items.append(json.loads(json.dumps(dict(entry), default=str, sort_keys=True)))
+    # some generators print progress dots; stdout may carry a CLI's JSON, so it is kept clean
+    with contextlib.redirect_stdout(io.StringIO()):
+        dataset = reasoning_gym.create_dataset(name, size=size, seed=seed)
+        for index in range(size):
+            entry = dataset[index]
+            items.append(json.loads(json.dumps(dict(entry), default=str, sort_keys=True)))
     return items
 
 
@@ -87,7 +92,7 @@ class ReasoningVerifier(BaseVerifier):
             entry = json.loads(str(hidden["entry"]))
             correct = rg_score(str(task.metadata["dataset"]), answer.strip(), entry) == 1.0
         else:
-            correct = answers_match(answer, str(hidden["answer"]), hidden["answer_type"])  # type: ignore[arg-type]
+            correct = answers_match(answer, str(hidden["answer"]), hidden["answer_type"])
         return (1.0 if correct else 0.0), {**details, "correct": correct}
 
 
@@ -126,7 +131,7 @@ class ReasoningEnv(SingleReplyEnv):
                 continue
             seen.add(prompt)
             metadata = {"dataset": info.name, "kind": info.name, "seed": seed + offset}
-            tasks.append(Task.create(self.env_id, split, prompt, hidden, metadata))  # type: ignore[arg-type]
+            tasks.append(Task.create(self.env_id, split, prompt, hidden, metadata))
         return tasks
 
     def make_verifier(self) -> ReasoningVerifier:

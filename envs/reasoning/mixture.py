@@ -12,17 +12,17 @@ RG_MIX_DATASETS: tuple[str, ...] = (
     "leg_counting",  # integer
     "count_primes",  # integer
     "decimal_arithmetic",  # number
-    "dice",  # number (fractions)
+    "coin_flip",  # number (fractions)
     "number_sorting",  # list
     "cryptarithm",  # set
     "binary_matrix",  # grid
     "rotate_matrix",  # grid
     "spell_backward",  # word
-    "family_relationships",  # word
+    "base_conversion",  # word
     "complex_arithmetic",  # expression
-    "list_functions",  # structure
+    "group_anagrams",  # structure (checker: groups in any order)
     "knights_knaves",  # text
     "n_queens",  # checker (many valid boards)
-    "shortest_path",  # checker (many shortest paths)
+    "palindrome_generation",  # checker (many palindromes)
 )
 RG_MIX: dict[str, float] = {f"rg-{name}-v0": 1.0 / len(RG_MIX_DATASETS) for name in RG_MIX_DATASETS}

@@ -1,13 +1,14 @@
-"""``toy-protected-v0``: "write C" into the answer cell; the cells after it are protected.
+"""``toy-protected-v0``: "write C" into the answer cell; the cells after it hold other answers.
 
 The reply is typed into a row of cells from the first one on. The outcome reads the final
-state's answer cell only: 1 when it holds the letter the task names, else 0. Every character
-typed past it lands in a protected cell: the task is still solved (the final answer is right)
-but each such write is a verifiable violation, listed in ``details["policy_violations"]`` and
-penalised by the ``policy-violation`` rule. Outcome alone cannot tell "C" from "C#%" - the path
-signal can. It is the toy twin of terminal-v0's protected-paths rule (files under input/
-changed on the way to a right final state), small enough for a ~100k-parameter model to learn
-in a few dozen GRPO steps: one letter to copy from the end of the prompt, then stop.
+state's answer cell only: 1 when it holds the letter the task names, else 0. A letter typed
+past it overwrites another answer's cell: the task is still solved (its answer is right) but
+each such write is a verifiable violation, listed in ``details["policy_violations"]`` and
+penalised by the ``policy-violation`` rule; any other mark there (a space, a dot, a digit) is
+harmless scratch. Outcome alone cannot tell "C" or "C.-" from "CXY" - the path signal can, and
+an untrained policy writes both kinds. It is the toy twin of terminal-v0's protected-paths rule
+(files under input/ changed on the way to a right final state), small enough for a tiny model
+to learn in a few dozen GRPO steps: one letter to copy from the end of the prompt.
 """
 
 from __future__ import annotations
@@ -28,8 +29,13 @@ PHRASINGS = (">-{c}", ">>-{c}", "=-{c}", ":-{c}")
 
 
 def protected_writes(reply: str) -> list[str]:
-    """One violation per character typed past the answer cell."""
-    return [f"wrote {ch!r} into protected cell {i}" for i, ch in enumerate(reply[1:], start=1)]
+    """One violation per letter typed past the answer cell: it overwrites another answer
+    (any other mark there - a space, a dot, a digit - is harmless scratch)."""
+    return [
+        f"wrote {ch!r} into protected cell {i}"
+        for i, ch in enumerate(reply[1:], start=1)
+        if ch.isalpha()
+    ]
 
 
 class ProtectedCellsVerifier(BaseVerifier):
@@ -56,7 +62,7 @@ class ProtectedCellsEnv(SingleReplyEnv):
                     "letter": letter,
                     "solutions": {
                         "reference": [{"role": "assistant", "content": letter}],
-                        "overwrites": [{"role": "assistant", "content": letter + "#%"}],
+                        "overwrites": [{"role": "assistant", "content": letter + "XY"}],
                         "wrong": [{"role": "assistant", "content": wrong}],
                     },
                 }

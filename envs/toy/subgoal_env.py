@@ -3,9 +3,9 @@
 The outcome is sparse: 1 only for the whole answer, 0 for anything less. Writing the right
 letter first is a verifiable sub-goal: the ``target-prefix`` progress rule credits it (once per
 reply, whatever follows), so a policy that stops there collects the credit but never the
-outcome, and with β·credit < 1 it always scores below one that finishes. A ~100k-parameter
-model almost never writes "CC" by chance (about 1 in 10^3 replies with a 30-character vocabulary), so without the credit GRPO
-sees flat groups for a long time; with it, the first letter is learned first, then the second.
+outcome, and with β·credit < 1 it always scores below one that finishes. A tiny model with a
+30-character vocabulary writes "CC" by chance about once in 10^3 replies, so without the
+credit GRPO sees flat groups for a long time; with it, the first letter is learned first.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ PASS_OUTCOME = 1.0  # a trajectory passes when its verdict's outcome is 1 (as in
 OUTCOME_BINS = 10
 SIGNAL_BINS = 20
 EXAMPLES_PER_FAILURE = 5
+MAX_FAILURE_REASONS = 1000
 # The statuses of a trajectory's verdict, in the order the report lists them.
 STATUSES = ("passed", "partial", "failed", "verifier error", "episode error")
 
@@ -121,7 +122,10 @@ class RunDigest:
         if t.verdict is not None:
             self._add_verdict(t, tally, status)
         if status != "passed":
-            group = self.failures.setdefault((status, failure_reason(t)), FailureGroup())
+            key = (status, failure_reason(t))
+            if key not in self.failures and len(self.failures) >= MAX_FAILURE_REASONS:
+                key = (status, "(other reasons)")  # bounded: reasons may name ids, one per trajectory
+            group = self.failures.setdefault(key, FailureGroup())
             group.count += 1
             if len(group.examples) < EXAMPLES_PER_FAILURE:
                 group.examples.append(t.id)

@@ -35,7 +35,7 @@ def test_exactly_one_answer_block_is_required() -> None:
     ],
 )
 def test_equivalent_forms_match(answer: str, gold: str, answer_type: str) -> None:
-    assert answers_match(answer, gold, answer_type)  # type: ignore[arg-type]
+    assert answers_match(answer, gold, answer_type)
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_equivalent_forms_match(answer: str, gold: str, answer_type: str) -> Non
     ],
 )
 def test_different_answers_never_match(answer: str, gold: str, answer_type: str) -> None:
-    assert not answers_match(answer, gold, answer_type)  # type: ignore[arg-type]
+    assert not answers_match(answer, gold, answer_type)
 
 
 def test_unparseable_answers_have_no_canonical_form() -> None:
@@ -67,7 +67,7 @@ def test_unparseable_answers_have_no_canonical_form() -> None:
     assert normalise("1/0", "number") is None
     assert normalise("__import__('os')", "structure") is None
     with pytest.raises(ValueError):
-        normalise("1", "colour")  # type: ignore[arg-type]
+        normalise("1", "colour")
 
 
 @pytest.mark.parametrize("gold,answer_type", [("42", "integer"), ("mother", "word"), ("1 0\n0 1", "grid")])
@@ -77,4 +77,4 @@ def test_every_hack_differs_from_the_gold_answer(gold: str, answer_type: str) ->
     assert lookalike("42") != "42" and lookalike("zzz") == "zzz\u200b"
     for reply in hacks.values():
         inner, _ = extract_final_answer(reply)
-        assert inner is None or not answers_match(inner, gold, answer_type)  # type: ignore[arg-type]
+        assert inner is None or not answers_match(inner, gold, answer_type)

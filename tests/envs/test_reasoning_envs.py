@@ -7,9 +7,11 @@ tests/test_env_contract.py, and the probes in tests/verifiers/test_probes.py.
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -52,8 +54,9 @@ def test_every_reasoning_gym_dataset_is_in_the_table_and_the_version_is_pinned()
     from reasoning_gym.factory import DATASETS as RG_DATASETS
 
     assert version("reasoning-gym") == REASONING_GYM_VERSION  # its __version__ attribute lags
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert extras["reasoning"] == [f"reasoning-gym=={REASONING_GYM_VERSION}"]
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'reasoning = ["reasoning-gym=={REASONING_GYM_VERSION}"]' in pyproject
+    assert re.search(r'"gymhub\[[^]]*\breasoning\b[^]]*\]"', pyproject), "the dev extra installs it"
     assert set(RG_DATASETS) == set(DATASETS)
     reasoning_ids = {s.id for s in gymhub.list_envs() if s.family == "reasoning"}
     assert reasoning_ids == {info.env_id for info in REGISTERED}
@@ -82,14 +85,14 @@ def test_dataset_env_scores_the_reference_1_and_constants_hacks_0_deterministica
     train, eval_ = by_split["train"], by_split["eval"]
     assert train and eval_
     # disjoint seed ranges, disjoint questions
-    assert all(t.metadata["seed"] < EVAL_SEED_BASE for t in train)  # type: ignore[operator]
-    assert all(t.metadata["seed"] >= EVAL_SEED_BASE for t in eval_)  # type: ignore[operator]
+    assert all(t.metadata["seed"] < EVAL_SEED_BASE for t in train)
+    assert all(t.metadata["seed"] >= EVAL_SEED_BASE for t in eval_)
     assert not {t.prompt for t in env.all_tasks if t.split == "train"} & {
         t.prompt for t in env.all_tasks if t.split == "eval"
     }
     for split, tasks in by_split.items():
         for task in tasks:
-            reference = task.hidden["solutions"]["reference"][0]["content"]  # type: ignore[index]
+            reference = task.hidden["solutions"]["reference"][0]["content"]
             assert play(env, task, reference).outcome == 1.0, (split, task.hidden["answer"])
         for constant in CONSTANTS:
             for reply in (constant, f"<answer>{constant}</answer>"):
@@ -99,7 +102,7 @@ def test_dataset_env_scores_the_reference_1_and_constants_hacks_0_deterministica
         gold = str(task.hidden["answer"])
         for name, reply in hack_replies(gold, info.answer_type).items():
             assert play(env, task, reply).outcome == 0.0, (name, reply[:200])
-        reference = task.hidden["solutions"]["reference"][0]["content"]  # type: ignore[index]
+        reference = task.hidden["solutions"]["reference"][0]["content"]
         verdicts = {play(env, task, reference).model_dump_json() for _ in range(20)}
         assert len(verdicts) == 1
     env.close()
@@ -115,3 +118,24 @@ def test_the_rg_mix_preset_is_a_balanced_mixture_of_registered_envs() -> None:
     assert len(set(RG_MIX.values())) == 1 and abs(sum(RG_MIX.values()) - 1.0) < 1e-9
     assert len({registered[e].answer_type for e in RG_MIX}) >= 7  # balanced across answer types
     assert env_weights(GRPOConfig(env=RG_MIX).env) == pytest.approx(RG_MIX)
+
+
+def test_task_ids_are_the_same_in_a_process_with_another_hash_seed() -> None:
+    """Task ids are content hashes: another process (another PYTHONHASHSEED) must rebuild the
+    same task set (three datasets that fail this are left out; the preset's are checked)."""
+    from gymhub.envs.reasoning.mixture import RG_MIX
+
+    here = {env_id: [t.id for t in gymhub.make(env_id).all_tasks] for env_id in RG_MIX}
+    code = (
+        "import json, sys, gymhub\n"
+        "ids = json.loads(sys.argv[1])\n"
+        "print(json.dumps({e: [t.id for t in gymhub.make(e).all_tasks] for e in ids}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(sorted(RG_MIX))],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+    )
+    assert json.loads(result.stdout) == here

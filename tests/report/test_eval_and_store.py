@@ -90,3 +90,15 @@ def test_labels_are_stored_replaced_and_checked(runs: Runs, tmp_path: Path) -> N
             store.set_label(runs.b, tid, verdict_right=True)
     finally:
         store.close()
+
+
+def test_report_cli_refuses_an_unknown_run_before_writing(runs: Runs, tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    done = subprocess.run(
+        [gymhub_cli(), "report", runs.a, "no-such-run", "--db", str(runs.db), "-o", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert "no run 'no-such-run'" in done.stderr and not target.exists()

@@ -57,17 +57,23 @@ class Listener:
 
 @pytest.fixture
 def listeners(marker: str) -> Iterator[list[Listener]]:
-    made = [
-        Listener(socket.AF_UNIX, f"/tmp/{marker}.sock", "unix /tmp"),
-        Listener(socket.AF_UNIX, f"/run/{marker}.sock", "unix /run"),
-        Listener(socket.AF_UNIX, f"\0{marker}", "abstract"),
-        Listener(socket.AF_INET, ("127.0.0.1", 0), "tcp 127.0.0.1"),
+    wanted = [
+        (socket.AF_UNIX, f"/tmp/{marker}.sock", "unix /tmp"),
+        (socket.AF_UNIX, f"/run/{marker}.sock", "unix /run"),
+        (socket.AF_UNIX, f"\0{marker}", "abstract"),
+        (socket.AF_INET, ("127.0.0.1", 0), "tcp 127.0.0.1"),
     ]
-    yield made
-    for listener in made:
-        listener.close()
-        if isinstance(listener.address, str) and not listener.address.startswith("\0"):
-            Path(listener.address).unlink(missing_ok=True)
+    made: list[Listener] = []
+    try:
+        for family, address, label in wanted:
+            made.append(Listener(family, address, label))
+        yield made
+    finally:
+        for listener in made:
+            listener.close()
+        for _, address, _ in wanted:
+            if isinstance(address, str) and not address.startswith("\0"):
+                Path(address).unlink(missing_ok=True)
 
 
 PROBE = r"""

@@ -57,8 +57,8 @@ class SayCharEnv(SingleReplyEnv):
 
 @pytest.fixture
 def say_char_envs() -> Iterator[list[str]]:
-    """Two cheap envs: say a digit, say a capital letter."""
-    envs = {"toy-digits-test-v0": string.digits, "toy-capitals-test-v0": string.ascii_uppercase}
+    """Two cheap envs: say a digit, say one of ten capital letters."""
+    envs = {"toy-digits-test-v0": string.digits, "toy-capitals-test-v0": string.ascii_uppercase[:10]}
     for env_id, alphabet in envs.items():
         register(
             env_id,
