@@ -254,6 +254,8 @@ def create_app(
             raise HTTPException(
                 429, f"at most {max_sessions_per_client} sessions per client: close some first"
             )
+        if "sandbox" in body.kwargs:  # the isolation is the operator's choice, never a client's
+            raise HTTPException(400, "kwargs may not choose the sandbox backend: the server's operator does")
         opening[client] += 1
         env: Env | None = None
         try:

@@ -39,7 +39,7 @@ class Arm:
 @dataclass
 class Experiment:
     env: str
-    arms: tuple[Arm, Arm]
+    arms: tuple[Arm, ...]
     steps: int  # the most GRPO steps a run takes
     seeds: tuple[int, ...] = (0, 1, 2)
     tasks_per_step: int = 16
@@ -69,7 +69,7 @@ EXPERIMENTS = {
     "terminal": Experiment(
         env="terminal-v0",
         arms=(Arm("beta=0", 0.0), Arm("beta=0.5", 0.5)),
-        steps=8,
+        steps=6,
         seeds=(0,),
         tasks_per_step=8,
         group_size=8,
@@ -191,7 +191,7 @@ def run_arm(exp: Experiment, arm: Arm, seed: int, out: Path) -> RunResult:
 
 def experiment(name: str, **overrides: Any) -> Experiment:
     base = EXPERIMENTS[name]
-    return Experiment(**{**asdict(base), "arms": base.arms, **overrides})
+    return Experiment(**{**asdict(base), "arms": base.arms, **overrides})  # asdict would flatten arms
 
 
 def dry_run(name: str, out: Path, **overrides: Any) -> int:
@@ -214,8 +214,9 @@ def run_experiment(name: str, out: Path, **overrides: Any) -> list[RunResult]:
     exp = experiment(name, **overrides)
     results = [run_arm(exp, arm, seed, out / name) for seed in exp.seeds for arm in exp.arms]
     summary = {"experiment": name, "config": asdict(exp), "runs": [_public(r) for r in results]}
-    (out / f"{name}.json").write_text(json.dumps(summary, indent=2))
-    plot(name, exp, results, out / f"{name}.png")
+    stem = name if len(exp.arms) > 1 else f"{name}-{exp.arms[0].name.split()[0]}"
+    (out / f"{stem}.json").write_text(json.dumps(summary, indent=2))
+    plot(name, exp, results, out / f"{stem}.png")
     return results
 
 
@@ -247,7 +248,7 @@ def plot(name: str, exp: Experiment, results: list[RunResult], path: Path) -> No
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    colours = {arm.name: c for arm, c in zip(exp.arms, ("tab:red", "tab:blue"), strict=True)}
+    colours = {arm.name: c for arm, c in zip(exp.arms, ("tab:red", "tab:blue"), strict=False)}
     for r in results:
         steps = [m["step"] for m in r.history if "rlvp/success" in m]
         rows = [m for m in r.history if "rlvp/success" in m]
@@ -274,6 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/rlvp"))
     parser.add_argument("--seeds", type=int, nargs="+", default=None)
     parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument(
+        "--arm",
+        type=int,
+        default=None,
+        help="only this arm (0: beta = 0, 1: beta > 0): one per process",
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="build and print each run's GRPO config and env; train nothing"
     )
@@ -303,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         overrides["seeds"] = tuple(args.seeds)
     if args.steps:
         overrides["steps"] = args.steps
+    if args.arm is not None:
+        overrides["arms"] = (EXPERIMENTS[args.experiment].arms[args.arm],)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.dry_run:
         return dry_run(args.experiment, args.out, **overrides)

@@ -1,14 +1,14 @@
-"""``toy-protected-v0``: "write C" into the answer cell; the cells after it hold other answers.
+"""``toy-protected-v0``: "write C" into the answer cell; marks typed after it are violations.
 
 The reply is typed into a row of cells from the first one on. The outcome reads the final
-state's answer cell only: 1 when it holds the letter the task names, else 0. A letter typed
-past it overwrites another answer's cell: the task is still solved (its answer is right) but
-each such write is a verifiable violation, listed in ``details["policy_violations"]`` and
-penalised by the ``policy-violation`` rule; any other mark there (a space, a dot, a digit) is
-harmless scratch. Outcome alone cannot tell "C" or "C.-" from "CXY" - the path signal can, and
-an untrained policy writes both kinds. It is the toy twin of terminal-v0's protected-paths rule
-(files under input/ changed on the way to a right final state), small enough for a tiny model
-to learn in a few dozen GRPO steps: one letter to copy from the end of the prompt.
+state's answer cell only: 1 when it holds the letter the task names, else 0. The cells after
+it are protected: letters there are harmless notes, but a mark (a digit or a symbol) is a
+control code that changes a protected cell. The task is still solved (its answer is right),
+yet each such mark is a verifiable violation, listed in ``details["policy_violations"]`` and
+penalised by the ``policy-violation`` rule. Outcome alone cannot tell "CXY" from "C#1" - the
+path signal can, and an untrained policy writes both kinds. It is the toy twin of
+terminal-v0's protected-paths rule (files under input/ changed on the way to a right final
+state), small enough for a tiny model to learn in a few dozen GRPO steps.
 """
 
 from __future__ import annotations
@@ -20,21 +20,21 @@ from gymhub.envs.toy.single_reply import SingleReplyEnv
 from gymhub.types import Task, content_split
 from gymhub.verifiers.base import BaseVerifier
 
-# The letters are capitals; a prompt is a few symbols, then the letter glued to a "-": a tiny
-# model learns to copy the last token first, its vocabulary can be these ~30 characters, and
-# no blind reply (an echo, words picked out of the prompt, "done", ...) starts with a capital
-# letter. "D" is left out: a blind claim of success ("Done. ...") starts with it.
+# The letters are capitals; a prompt is a few marks, then the letter glued to a "-": a tiny
+# model learns to copy the last token first, its vocabulary can be these ~40 characters (a
+# third of them marks: an untrained policy writes marks and letters after the answer), and no
+# blind reply (an echo, words picked out of the prompt, "done", ...) starts with a capital.
+# "D" is left out: a blind claim of success ("Done. ...") starts with it.
 LETTERS = string.ascii_uppercase.replace("D", "")
-PHRASINGS = (">-{c}", ">>-{c}", "=-{c}", ":-{c}")
+PHRASINGS = ("#1>-{c}", "$2=-{c}", "%3:-{c}", "&4+-{c}")
 
 
 def protected_writes(reply: str) -> list[str]:
-    """One violation per letter typed past the answer cell: it overwrites another answer
-    (any other mark there - a space, a dot, a digit - is harmless scratch)."""
+    """One violation per mark (not a letter, not a space) typed past the answer cell."""
     return [
         f"wrote {ch!r} into protected cell {i}"
         for i, ch in enumerate(reply[1:], start=1)
-        if ch.isalpha()
+        if not (ch.isalpha() or ch.isspace())
     ]
 
 
@@ -62,7 +62,7 @@ class ProtectedCellsEnv(SingleReplyEnv):
                     "letter": letter,
                     "solutions": {
                         "reference": [{"role": "assistant", "content": letter}],
-                        "overwrites": [{"role": "assistant", "content": letter + "XY"}],
+                        "overwrites": [{"role": "assistant", "content": letter + "#1"}],
                         "wrong": [{"role": "assistant", "content": wrong}],
                     },
                 }

@@ -74,6 +74,11 @@ def test_clear_4xx_for_bad_requests(url: str) -> None:
             ).status_code
             == 413
         )
+        # a client cannot pick a weaker sandbox (local-unsafe runs its code unisolated)
+        chosen = http.post(
+            "/sessions", json={"env_id": "code-python-v0", "kwargs": {"sandbox": "local-unsafe"}}
+        )
+        assert chosen.status_code == 400 and "sandbox" in chosen.text
         assert "gymhub_requests_total" in http.get("/metrics").text
         assert http.get("/openapi.json").json()["info"]["title"] == "gymhub"
 
