@@ -139,3 +139,19 @@ def test_task_ids_are_the_same_in_a_process_with_another_hash_seed() -> None:
         env={**os.environ, "PYTHONHASHSEED": "12345"},
     )
     assert json.loads(result.stdout) == here
+
+
+def test_the_rlvp_rules_fire_on_loops_long_replies_and_a_broken_format() -> None:
+    env = gymhub.make("rg-spell_backward-v0")
+    task = env.tasks[0]
+    gold = str(task.hidden["answer"])
+    looping = "Let me think again about it.\n" * 5 + f"<answer>{gold}</answer>"
+    verdict = play(env, task, looping)
+    assert verdict.outcome == 1.0 and {e.rule for e in verdict.path_events} == {"repetition-loop"}
+    rambling = "word " * 2000 + f"<answer>{gold}</answer>"
+    assert {e.rule for e in play(env, task, rambling).path_events} == {"reply-length"}
+    two = play(env, task, f"<answer>x</answer><answer>{gold}</answer>")
+    assert two.outcome == 0.0 and {e.rule for e in two.path_events} == {"answer-format"}
+    clean = play(env, task, f"<answer>{gold}</answer>")
+    assert not clean.path_events
+    env.close()

@@ -20,7 +20,7 @@ from gymhub.trainers.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
 from gymhub.types import Task, content_split  # noqa: E402
 from gymhub.verifiers.base import BaseVerifier  # noqa: E402
 
-STEPS = 100  # seed 0: digits pass 0.8 near step 45, capitals near step 80
+STEPS = 100  # seeds 0 and 1: both envs pass 0.95 by steps 61-80
 
 
 class SayCharVerifier(BaseVerifier):
@@ -185,4 +185,4 @@ def test_a_tiny_model_learns_a_mixture_of_two_envs(tmp_path: Path, say_char_envs
         first = [r[key] for r in history[:10] if key in r]
         last = [r[key] for r in history[-10:] if key in r]
         assert sum(first) / len(first) < 0.2, (env_id, first)
-        assert sum(last) / len(last) > 0.75, (env_id, last)
+        assert sum(last) / len(last) > 0.8, (env_id, last)
