@@ -62,7 +62,7 @@ EXPERIMENTS = {
     "violations": Experiment(
         env="toy-protected-v0",
         arms=(Arm("beta=0", 0.0), Arm("beta=0.5", 0.5)),
-        steps=40,
+        steps=30,
         lr=5e-3,
     ),
     # The GPU comparison (scripts/rlvp_gpu.sh): SmolLM2-135M on terminal-v0, vLLM sampling.

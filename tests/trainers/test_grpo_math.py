@@ -89,7 +89,9 @@ def test_truncated_importance_weights_by_hand() -> None:
     behaviour = old - torch.log(torch.tensor([[2.0, 0.5, 3.0], [1.0, 1.0, 1.0]]))
     loss, stats = grpo_loss(new, old, behaviour, None, part, cfg, 4.0)
     assert float(stats["tis_weight_sum"]) == pytest.approx(2.0 + 0.5 + 2.5 + 1.0)
-    assert float(loss.detach()) == pytest.approx(-(1.28 * 2.0 + 0.9 * 0.5 + 0.5 * 2.5 - 0.8 * 1.0) / 4, abs=1e-6)
+    assert float(loss.detach()) == pytest.approx(
+        -(1.28 * 2.0 + 0.9 * 0.5 + 0.5 * 2.5 - 0.8 * 1.0) / 4, abs=1e-6
+    )
 
 
 def test_k3_kl_term_by_hand() -> None:

@@ -19,7 +19,8 @@ from gymhub.store import open_store
 from gymhub.types import PathEvent, Trajectory, Verdict
 from gymhub.verifiers.reachability import reachability_report
 
-CASES = [(s.id, None) for s in gymhub.list_envs()] + [("code-python-v0", b) for b in ("bwrap", "docker")]
+SANDBOXED = ("code-python-v0", "code-python-multiturn-v0", "terminal-v0")
+CASES = [(s.id, None) for s in gymhub.list_envs()] + [(e, b) for e in SANDBOXED for b in ("bwrap", "docker")]
 
 
 @pytest.mark.parametrize("env_id,backend", CASES)
@@ -52,6 +53,33 @@ def test_every_verifier_gives_byte_identical_verdicts_20_times(
 
     for t in stored:
         assert asyncio.run(verdicts_20_times(t)) == {t.verdict.model_dump_json()}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("env_id", SANDBOXED)
+def test_the_same_actions_give_the_same_verdict_on_every_backend(env_id: str) -> None:
+    """local, bwrap and docker: byte-identical verdicts (and digests) for the same actions."""
+    from backends import BACKENDS, require
+
+    for backend in BACKENDS:
+        require(backend)
+    verdicts: dict[str, list[str]] = {}
+    for backend in BACKENDS:
+        env = gymhub.make(env_id, sandbox=backend)
+        out = verdicts.setdefault(backend, [])
+        for task in env.tasks[:2]:
+            for variant in sorted(task.hidden.get("solutions", {}))[:3]:
+                env.reset(options={"task_id": task.id})
+                info: dict = {}
+                for action in task.hidden["solutions"][variant]:
+                    *_, terminated, truncated, info = env.step(action)
+                    if terminated or truncated:
+                        break
+                else:
+                    *_, info = env.finish({"role": "assistant", "content": ""})
+                out.append(info["verdict"].model_dump_json())
+        env.close()
+    assert verdicts["bwrap"] == verdicts["local"]
+    assert verdicts["docker"] == verdicts["local"]
 
 
 class Alternating:
