@@ -13,7 +13,8 @@ from gymhub.envs.toy.single_reply import SingleReplyEnv
 from gymhub.types import Task, content_split
 from gymhub.verifiers.base import BaseVerifier
 
-PHRASINGS = ("say {c}", "Reply with the letter {c}.", "Repeat the letter {c}.", "Write {c} several times.")
+# the letter ends every phrasing: the tiny model of the learning tests finds it in one place
+PHRASINGS = ("say {c}", "Reply with the letter {c}", "Repeat the letter {c}", "Write several times: {c}")
 
 
 class LettersVerifier(BaseVerifier):

@@ -24,11 +24,11 @@ def _violations(v: Verdict) -> int:
 
 
 def test_protected_outcome_cannot_tell_clean_from_violating() -> None:
-    clean, overwrites, one = (_verdict("toy-protected-v0", r) for r in ("K A", "K#1", "KK="))
+    clean, overwrites, one = (_verdict("toy-protected-v0", r) for r in ("K#1", "KKX", "KK="))
     assert clean.outcome == overwrites.outcome == one.outcome == 1.0
     assert (_violations(clean), _violations(one), _violations(overwrites)) == (0, 1, 2)
     assert clean.path_signal == 0.0 and overwrites.path_signal == -2.0
-    wrong = _verdict("toy-protected-v0", "ZK%")
+    wrong = _verdict("toy-protected-v0", "Z%K")
     assert wrong.outcome == 0.0 and _violations(wrong) == 1  # the path is judged either way
 
 
@@ -36,7 +36,7 @@ def test_protected_empty_reply_costs_more_than_any_violation() -> None:
     """Stopping at once must not be a way out of the penalties (max_new_tokens <= 3)."""
     empty = _verdict("toy-protected-v0", "")
     assert empty.outcome == 0.0
-    assert empty.path_signal < _verdict("toy-protected-v0", "Z#1").path_signal
+    assert empty.path_signal < _verdict("toy-protected-v0", "ZZZ").path_signal
 
 
 def test_the_same_reply_gives_a_byte_identical_verdict() -> None:

@@ -80,7 +80,7 @@ def test_the_trainer_logs_the_rlvp_figures_and_draws_them(tmp_path: Path) -> Non
     assert [r["step"] for r in rows] == [1, 2]
     for row in rows:
         assert 0.0 <= row["rlvp/flat_outcome_groups"] <= 1.0 and 0.0 <= row["rlvp/rescued_groups"] <= 1.0
-        # an untrained policy types marks past the answer cell: the rule fires and is logged
+        # an untrained policy types letters past the answer cell: the rule fires and is logged
         per_rule = [v for k, v in row.items() if k.startswith("rlvp/violations_per_episode/")]
         assert row["rlvp/violations_per_episode/policy-violation"] > 0
         assert row["rlvp/violations_per_episode"] == pytest.approx(sum(per_rule))
