@@ -48,7 +48,7 @@ def test_calls_after_the_ending_call_do_not_run() -> None:
             call("c3", "write_file", path="solution.py", content="def broken(:\n"),
         ],
     }
-    observation, reward, terminated, truncated, info = env.step(action)
+    _, _, terminated, _, info = env.step(action)
     assert terminated
     assert "not run" in info["messages"][-1]["content"]
     assert info["verdict"].outcome == 1.0  # the write after submit did not replace the solution
