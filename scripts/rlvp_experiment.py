@@ -291,7 +291,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     overrides: dict[str, Any] = {}
-    if args.tiny_cpu:
+    if args.seeds:
+        overrides["seeds"] = tuple(args.seeds)
+    if args.steps:
+        overrides["steps"] = args.steps
+    if args.arm is not None:
+        overrides["arms"] = (EXPERIMENTS[args.experiment].arms[args.arm],)
+    if args.tiny_cpu:  # last: it wins over --steps and --seeds
         overrides |= {
             "model_alias": "",
             "tiny_chars": False,
@@ -306,12 +312,6 @@ def main(argv: list[str] | None = None) -> int:
             "max_turns": 2,
             "max_episode_tokens": 64,
         }
-    if args.seeds:
-        overrides["seeds"] = tuple(args.seeds)
-    if args.steps:
-        overrides["steps"] = args.steps
-    if args.arm is not None:
-        overrides["arms"] = (EXPERIMENTS[args.experiment].arms[args.arm],)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.dry_run:
         return dry_run(args.experiment, args.out, **overrides)

@@ -105,24 +105,25 @@ def test_the_gpu_script_dry_run_builds_both_arms() -> None:
     assert {c["config"]["backend"] for c in configs} == {"vllm"}
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
-    reason="not reproduced yet (docs/rlvp.md, Experiment 1): on toy-protected-v0 beta = 0.5 ends "
-    "at 1.05 violations per episode with success 0.61 after 30 steps (seed 0)",
-    strict=False,
-)
-def test_violations_fall_and_success_holds(tmp_path: Path) -> None:
-    """Issue 18, part 1: β = 0 and β > 0 from the same tiny model and seeds, three seeds each:
-    both reach success ≥ 0.9; at the end, violations per episode with β > 0 are at most a fifth
-    of β = 0's."""
+def test_the_gpu_script_runs_both_arms_on_cpu_with_a_tiny_model(tmp_path: Path) -> None:
+    """--tiny-cpu: the GPU comparison's code path (terminal-v0, both arms, the figures it
+    prints) with hf sampling instead of vLLM, one step."""
     pytest.importorskip("torch")
-    rlvp = _experiment_module()
-    results = rlvp.run_experiment("violations", tmp_path)
-    summary = rlvp.summarise(results)
-    without, with_path = (summary[arm.name] for arm in rlvp.EXPERIMENTS["violations"].arms)
-    for r in results:
-        assert r.final_success >= 0.9, (r.arm, r.seed, r.final_success)
-    assert with_path["violations_per_episode"] <= without["violations_per_episode"] / 5, summary
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "rlvp_gpu.sh"), "--tiny-cpu"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin", "OUT": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    summary = json.loads((tmp_path / "terminal.json").read_text())
+    assert [(r["arm"], r["steps"]) for r in summary["runs"]] == [("beta=0", 1), ("beta=0.5", 1)]
+    for run in ("beta=0-seed0", "beta=0.5-seed0"):
+        [row] = [json.loads(line) for line in (tmp_path / "terminal" / run / "metrics.jsonl").open()]
+        assert "rlvp/violations_per_episode" in row and "rlvp/success" in row
+    assert "violations_per_episode" in done.stdout
 
 
 @pytest.mark.slow
