@@ -164,6 +164,7 @@ NOT_RUN = {
     "train grpo": "trains a model for minutes (tests/trainers/test_grpo_learns.py)",
     "sandbox build-image": "debootstraps a Debian image as root and imports it into Docker (~90 s)",
     "sandbox prune": "needs a Docker daemon",
+    "review": "serves the report for people to click (tests/report/test_review_pages.py drives it)",
 }
 
 
@@ -253,6 +254,12 @@ def test_the_cli_section_runs_on_a_small_scale(tmp_path: Path, listening: object
     assert "0 changed" in cli("verify", "run.jsonl").stdout
     assert "RLVP reachability" in cli("rlvp-report", run_id, "--db", "runs.db").stdout
     assert run_id in cli("runs", "--db", "runs.db").stdout
+    table = json.loads(
+        cli("eval", "toy-letters-v0", "--policy", "reference", "--k", "2", "--tasks", "2",
+            "--split", "eval", "--db", "runs.db", "--json").stdout
+    )  # fmt: skip
+    cli("report", table["run_id"], "--db", "runs.db", "-o", "report.html")
+    assert (tmp_path / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
     cli(
         "bench",
         "verifiers",
