@@ -47,7 +47,7 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(VENV)/.installed-dev
-	$(VENV)/bin/mypy gymhub
+	$(VENV)/bin/mypy gymhub envs verifiers sandboxes trainers
 
 test: lint typecheck $(VLLM_VENV)/.installed
 	@bash scripts/start_sandbox_services.sh $(VENV)/bin/gymhub || { \

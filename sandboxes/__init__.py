@@ -33,7 +33,7 @@ def create_sandbox(backend: str = "local", **options: Any) -> Sandbox:
     if isinstance(cls, str):
         module_name, _, attr = cls.partition(":")
         cls = getattr(importlib.import_module(module_name), attr)
-    return cls(**options)  # type: ignore[no-any-return]
+    return cls(**options)  # type: ignore[no-any-return,unused-ignore]
 
 
 __all__ = [

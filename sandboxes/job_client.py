@@ -331,7 +331,7 @@ class _Spawner:
         result = reply.get()
         if isinstance(result, Exception):
             raise result
-        return result  # type: ignore[no-any-return]
+        return result  # type: ignore[no-any-return,unused-ignore]
 
 
 _SPAWNER: list[_Spawner] = []

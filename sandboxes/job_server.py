@@ -210,9 +210,9 @@ def build_jail(spec, workdir):
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
         os.symlink(target, f"{root}/dev/{name}")
-    for path, fstype, options in (("/dev/shm", "tmpfs", small), ("/dev/mqueue", "mqueue", None)):
+    for path, fstype, extra in (("/dev/shm", "tmpfs", small), ("/dev/mqueue", "mqueue", None)):
         os.makedirs(root + path, exist_ok=True)
-        _mount(fstype, root + path, fstype, MS_NOSUID | MS_NODEV, options)
+        _mount(fstype, root + path, fstype, MS_NOSUID | MS_NODEV, extra)
     _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
     os.chdir(root)
     pivot_root = {"x86_64": 155, "aarch64": 41}[platform.machine()]
@@ -477,7 +477,7 @@ def zygote_main(sock, uid, gid, workdir):
     sock.send(b"R")
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    job = [None]
+    job: list = [None]
 
     def reap():
         for pid, status in _reap_all():
@@ -1004,7 +1004,7 @@ def main(argv):
     sys.path[:] = [p for p in sys.path if p not in ("", here)]
     args = dict(zip(argv[0::2], argv[1::2], strict=True))
     uid = int(args["--job-uid"]) if "--job-uid" in args else None
-    gid = int(args.get("--job-gid", args.get("--job-uid", "0"))) if uid is not None else None
+    gid = int(args.get("--job-gid") or args.get("--job-uid") or 0) if uid is not None else None
     if "--zygote" in args:
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         zygote_main(socket.socket(fileno=int(args["--zygote"])), uid, gid, args["--workdir"])
@@ -1020,7 +1020,7 @@ def main(argv):
     listener = listen(args["--socket"])
     if "--jail" in args:
         build_jail(json.loads(args["--jail"]), workdir)
-    cgroup_fds = [int(fd) for fd in args.get("--cgroup-fds", "").split(",") if fd]
+    cgroup_fds = [int(fd) for fd in str(args.get("--cgroup-fds", "")).split(",") if fd]
     # writable places besides the work dir, emptied on reset: only ones private to this sandbox
     scratch = [p for p in args.get("--scratch", "").split(",") if p]
     server = Server(workdir, uid, gid, cgroup_fds, scratch, source)

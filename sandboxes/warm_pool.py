@@ -61,7 +61,7 @@ class SandboxPool:
                     try:
                         self._ready.put(self._new())
                     except Exception:  # cannot start one now; the next acquire retries
-                        self._ready.put(_Placeholder())  # type: ignore[arg-type]
+                        self._ready.put(_Placeholder())  # type: ignore[arg-type,unused-ignore]
 
     def acquire(self, timeout: float | None = 300.0) -> Sandbox:
         if self._closed:

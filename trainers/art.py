@@ -34,6 +34,7 @@ def import_art() -> Any:
     """
     import inspect
 
+    masking_utils: Any
     try:
         from transformers import masking_utils
     except ImportError:
@@ -42,9 +43,9 @@ def import_art() -> Any:
     import art
 
     patched = getattr(masking_utils, "_preprocess_mask_arguments", None)
-    if original is not None and patched is not original:
+    if original is not None and patched is not None and patched is not original:
         if inspect.signature(patched).parameters.keys() != inspect.signature(original).parameters.keys():
-            masking_utils._preprocess_mask_arguments = original  # type: ignore[union-attr]
+            masking_utils._preprocess_mask_arguments = original
     return art
 
 

@@ -227,7 +227,8 @@ def rollout_func(env_id: str, *, max_new_tokens: int = 256, temperature: float =
         )
         # TRL hands each process its prompts already repeated num_generations times; the
         # engine samples a group per distinct prompt, in the order TRL expects.
-        tasks, counts = [], []
+        tasks: list[Any] = []
+        counts: list[int] = []
         for prompt in prompts:
             task = by_prompt.get(_prompt_key(prompt))
             if task is None:

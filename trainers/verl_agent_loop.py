@@ -33,6 +33,8 @@ from gymhub.types import Message, Verdict
 class GymhubAgentLoop(AgentLoopBase):
     """verl agent loop playing a gymhub env (``extra_info`` names the env and the task)."""
 
+    tokenizer: Any  # set by verl's AgentLoopBase (a transformers tokenizer)
+
     def _ids(self, text: str) -> list[int]:
         return [int(i) for i in self.tokenizer(text, add_special_tokens=False)["input_ids"]]
 
@@ -51,7 +53,10 @@ class GymhubAgentLoop(AgentLoopBase):
             tools = reset_info["tools"]
             messages = list(kwargs.get("raw_prompt") or reset_info["messages"])
             prompt_ids = await self.loop.run_in_executor(None, self._render, messages, tools)
-            context, response, mask, logprobs = list(prompt_ids), [], [], []
+            context = list(prompt_ids)
+            response: list[int] = []
+            mask: list[int] = []
+            logprobs: list[float] = []
             verdict: Verdict | None = None
             reward, turns, has_logprobs = 0.0, 0, True
             while verdict is None and len(response) < budget:
@@ -114,8 +119,8 @@ class GymhubTool(BaseTool):
             env = make(self.config["env_id"])
             await env.areset(options={"task_id": create["task_id"]})
             self._episodes[key] = env
-        call = {"id": f"call_{instance_id}", "type": "function"}
-        call["function"] = {"name": self.name, "arguments": json.dumps(parameters)}
+        function = {"name": self.name, "arguments": json.dumps(parameters)}
+        call: dict[str, Any] = {"id": f"call_{instance_id}", "type": "function", "function": function}
         observation, reward, terminated, truncated, info = await env.astep(
             {"role": "assistant", "content": "", "tool_calls": [call]}
         )

@@ -13,6 +13,7 @@ import ast
 import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 _CMP_SWAPS: dict[type, type] = {
     ast.Lt: ast.LtE,
@@ -46,6 +47,18 @@ class Mutant:
 Site = tuple[str, Callable[[ast.AST], None]]
 
 
+def _swap_compare(node: ast.AST, *, index: int, new: type) -> None:
+    node.ops[index] = new()  # type: ignore[attr-defined]
+
+
+def _set_op(node: ast.AST, *, new: type) -> None:
+    node.op = new()  # type: ignore[attr-defined]
+
+
+def _increment_constant(node: ast.AST) -> None:
+    node.value += 1  # type: ignore[attr-defined]
+
+
 def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str, Callable[[ast.AST], None]]]:
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -56,27 +69,27 @@ def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str, Callable[[ast.AST], No
                     yield (
                         node,
                         f"cmp@{line}:{type(op).__name__}->{new.__name__}",
-                        lambda n, i=i, new=new: n.ops.__setitem__(i, new()),
-                    )  # type: ignore[attr-defined]
+                        partial(_swap_compare, index=i, new=new),
+                    )
         elif isinstance(node, ast.BinOp) and type(node.op) in _BIN_SWAPS:
             new = _BIN_SWAPS[type(node.op)]
             yield (
                 node,
                 f"op@{line}:{type(node.op).__name__}->{new.__name__}",
-                lambda n, new=new: setattr(n, "op", new()),
+                partial(_set_op, new=new),
             )
         elif isinstance(node, ast.Constant) and type(node.value) is int:
             yield (
                 node,
                 f"const@{line}:{node.value}->{node.value + 1}",
-                lambda n: setattr(n, "value", n.value + 1),
-            )  # type: ignore[attr-defined]
+                _increment_constant,
+            )
         elif isinstance(node, ast.BoolOp):
             new = ast.Or if isinstance(node.op, ast.And) else ast.And
             yield (
                 node,
                 f"bool@{line}:{type(node.op).__name__}->{new.__name__}",
-                lambda n, new=new: setattr(n, "op", new()),
+                partial(_set_op, new=new),
             )
         elif isinstance(node, ast.Slice) and node.upper is not None:
             yield node, f"slice@{line}:drop-upper", lambda n: setattr(n, "upper", None)

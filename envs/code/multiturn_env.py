@@ -150,11 +150,11 @@ class CodePythonMultiturnEnv(Env):
             path = str(args.get("path", ""))
             return (self._files[path], False) if path in self._files else (f"error: no file {path!r}", False)
         if call.name == "write_file":
-            path, content = args.get("path"), args.get("content")
-            if not isinstance(path, str) or not isinstance(content, str):
+            target, content = args.get("path"), args.get("content")
+            if not isinstance(target, str) or not isinstance(content, str):
                 return "error: write_file needs string 'path' and 'content'", False
-            self._files[path] = content
-            return f"wrote {len(content)} characters to {path}", False
+            self._files[target] = content
+            return f"wrote {len(content)} characters to {target}", False
         if call.name == "run_tests":
             return self._run_visible_tests(), False
         return "submitted", True  # submit

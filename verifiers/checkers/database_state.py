@@ -46,7 +46,7 @@ def check_database(database: str | Engine, assertions: list[DbAssertion]) -> DbR
                 try:
                     result = conn.execute(text(assertion.query), assertion.params)
                     if assertion.rows:
-                        got: Any = _normalise_rows(result.fetchall(), assertion.ordered)
+                        got: Any = _normalise_rows(list(result.fetchall()), assertion.ordered)
                         want: Any = _normalise_rows(assertion.expected, assertion.ordered)
                     else:
                         got, want = result.scalar(), assertion.expected

@@ -56,6 +56,7 @@ import math
 import os
 import resource
 import sys
+from typing import Any
 
 CHANNEL_FD = 3
 CHANNEL_BROKEN_EXIT = 86  # the hook found its channel closed or replaced: the run is void
@@ -418,7 +419,7 @@ def main(request):
     if request["entry_point"] not in namespace:  # the code loads but defines another name
         write({"missing_function": request["entry_point"]})
         return
-    function = namespace[request["entry_point"]]
+    function: Any = namespace[request["entry_point"]]
     for index, args in enumerate(inputs):
         try:
             value = function(*args)  # each input is a fresh object: nothing to copy

@@ -241,9 +241,9 @@ def patching_evidence(code: str) -> list[str]:
         )
         for target in targets:
             root = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
-            name = _dotted(root) if root is not None else None
-            if name and (name.split(".")[0] in modules or name == "sys.modules"):
-                hits.append(f"line {node.lineno}: assigns into {name}")
+            assigned = _dotted(root) if root is not None else None
+            if assigned and (assigned.split(".")[0] in modules or assigned == "sys.modules"):
+                hits.append(f"line {getattr(node, 'lineno', 0)}: assigns into {assigned}")
         if isinstance(node, ast.Call) and _dotted(node.func) == "setattr" and node.args:
             first = _dotted(node.args[0])
             if first and first.split(".")[0] in modules:
