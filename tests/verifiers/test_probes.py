@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gymhub
+from gymhub.errors import PolicyError
 from gymhub.registry import load_probes
 
 CASES = [(spec.id, probe.name) for spec in gymhub.list_envs() for probe in load_probes(spec.id)]
@@ -45,6 +46,7 @@ def test_probe_scores_zero_and_fires_its_rules(env_id: str, probe_name: str) -> 
 
 
 def test_unknown_variant_names_what_exists() -> None:
-    [group] = gymhub.rollout("toy-letters-v0", "reference:no-such-probe", tasks=1)
-    assert "no-such-probe" in group.trajectories[0].error
-    assert "empty" in group.trajectories[0].error
+    # rejected before the run starts, naming what exists
+    with pytest.raises(PolicyError, match="no-such-probe") as caught:
+        gymhub.rollout("toy-letters-v0", "reference:no-such-probe", tasks=1)
+    assert "empty" in str(caught.value)
