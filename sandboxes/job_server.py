@@ -31,6 +31,7 @@ interpreter, read-only, with every site-packages folder masked; a private /proc,
 """
 
 import base64
+import gc
 import json
 import os
 import platform
@@ -474,6 +475,10 @@ def start_zygote(sock, uid, gid, workdir, cgroup_fds, source):
 def zygote_main(sock, uid, gid, workdir):
     """Fork jobs on request; reap every child; report each job's exit. Never sees a payload."""
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    # everything alive now is the zygote's own and shared with every job: the collector never
+    # walks it, so a job's collections do not copy-on-write the zygote's pages
+    gc.collect()
+    gc.freeze()
     sock.send(b"R")
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
