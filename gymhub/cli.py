@@ -803,9 +803,11 @@ def build_image_command(
 
 @sandbox_app.command("prune")
 def sandbox_prune_command() -> None:
-    """Remove docker sandbox containers left behind by processes that were killed."""
+    """Remove docker sandbox containers and sandbox cgroups left behind by killed processes."""
     from gymhub.registry import load_part
 
+    cgroups = load_part("gymhub.sandboxes.job_cgroup:prune_cgroups")()
+    out.print(f"removed {len(cgroups)} orphaned sandbox cgroup(s)")
     removed = load_part("gymhub.sandboxes.docker_backend:prune_containers")()
     out.print(f"removed {len(removed)} orphaned sandbox container(s) {' '.join(removed)}".rstrip())
 

@@ -158,3 +158,29 @@ class JobCgroup:
                 except OSError:  # EBUSY while the last processes exit
                     time.sleep(0.01)
         self.folders = []
+
+
+def prune_cgroups() -> list[str]:
+    """Remove the cgroups of sandboxes whose owner died without closing them (its uid lease is
+    no longer held): kill what is inside, delete the folder. Returns the folders removed."""
+    from gymhub.sandboxes.uid_lease import lease_held
+
+    if os.geteuid() != 0:
+        return []
+    bases = []
+    if all((ROOT / c / "cgroup.procs").exists() for c in CONTROLLERS):
+        bases = [ROOT / c / _own_path(c).lstrip("/") for c in CONTROLLERS]
+    elif (ROOT / "cgroup.controllers").exists():
+        bases = [ROOT / _own_path("").lstrip("/")]
+    removed = []
+    for base in bases:
+        for folder in sorted(base.glob("gymhub-*")):
+            uid = folder.name.removeprefix("gymhub-")
+            if not uid.isdigit() or lease_held(int(uid)):
+                continue
+            stale = JobCgroup.__new__(JobCgroup)
+            stale.folders, stale.owned = [folder], True
+            stale.remove()
+            if not folder.exists():
+                removed.append(str(folder))
+    return removed

@@ -39,6 +39,21 @@ def _uid_in_use(uid: int) -> bool:
     return False
 
 
+def lease_held(uid: int) -> bool:
+    """Does a live process hold ``uid``'s lease?"""
+    try:
+        fd = os.open(LEASES / str(uid), os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 class UidLease:
     """An exclusive uid for one sandbox; :meth:`release` after everything of it is gone."""
 
