@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 
 from gymhub.errors import SandboxError
 from gymhub.sandboxes.base import Limits
 from gymhub.sandboxes.job_client import (
-    SERVER_ENV,
     SERVER_SOURCE,
     WORKDIR,
     JobServerSandbox,
     server_command,
-    spawn,
 )
 from gymhub.sandboxes.minimal_root import interpreter, minimal_root
 
@@ -102,26 +99,7 @@ class BwrapSandbox(JobServerSandbox):
                 *server_command(python, SERVER_IN_JAIL, f"{IPC_DIR}/sock", self.job_uid,
                                 "--scratch", "/tmp,/var/tmp,/dev/shm",
                                 "--cgroup-fds", ",".join(map(str, pass_fds)))]  # fmt: skip
-        try:
-            self._proc = spawn(
-                argv,
-                env=SERVER_ENV,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                pass_fds=pass_fds,
-            )
-        finally:
-            for fd in pass_fds:
-                os.close(fd)
-        self._wait_ready(self._proc, "the bwrap jail")
+        self._start_server(argv, pass_fds, "the bwrap jail")
 
     def _stop(self) -> None:
-        if self._proc is not None:
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()  # --die-with-parent takes the jail down with bwrap
-                self._proc.wait()
-            if self._proc.stdout is not None:
-                self._proc.stdout.close()
+        self._stop_server()  # --die-with-parent takes the jail down with bwrap

@@ -93,6 +93,33 @@ class JobServerSandbox:
     def _stop(self) -> None:
         """Make sure the server and everything under it is gone."""
 
+    def _start_server(self, command: list[str], pass_fds: list[int], what: str) -> None:
+        """Spawn the job server (handing it ``pass_fds``, then closing ours) and wait for it."""
+        try:
+            self._proc = spawn(
+                command,
+                env=SERVER_ENV,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=pass_fds,
+            )
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
+        self._wait_ready(self._proc, what)
+
+    def _stop_server(self) -> None:
+        """Wait briefly for a server process that was asked to shut down; kill it otherwise."""
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
+
     # ------------------------------------------------------------ transport
     def _wait_ready(self, proc: subprocess.Popen[bytes], what: str) -> None:
         assert proc.stdout is not None

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 from gymhub.errors import SandboxError
 from gymhub.sandboxes.base import Limits
-from gymhub.sandboxes.job_client import SERVER_ENV, SERVER_SOURCE, JobServerSandbox, server_command, spawn
+from gymhub.sandboxes.job_client import SERVER_SOURCE, JobServerSandbox, server_command
 from gymhub.sandboxes.minimal_root import interpreter, minimal_root
 
 NOT_ROOT = (
@@ -72,29 +71,10 @@ class LocalSandbox(JobServerSandbox):
             command = server_command(python, str(SERVER_SOURCE), str(self.ipc_dir / "sock"), self.job_uid,
                                      "--jail", json.dumps(jail), "--scratch", "/tmp,/var/tmp,/dev/shm",
                                      "--cgroup-fds", ",".join(map(str, pass_fds)))  # fmt: skip
-        try:
-            self._proc = spawn(
-                command,
-                env=SERVER_ENV,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                pass_fds=pass_fds,
-            )
-        finally:
-            for fd in pass_fds:
-                os.close(fd)
-        self._wait_ready(self._proc, "the local job server")
+        self._start_server(command, pass_fds, "the local job server")
 
     def _stop(self) -> None:
-        if self._proc is not None:
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            if self._proc.stdout is not None:
-                self._proc.stdout.close()
+        self._stop_server()
 
 
 class UnsafeLocalSandbox(LocalSandbox):
