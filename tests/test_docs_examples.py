@@ -323,13 +323,23 @@ def test_readme_block_parser_sees_the_commands() -> None:
     [
         ("import gymnasium, gymhub; env = gymnasium.make('gymhub/toy-letters-v0')", True),
         ("import gymnasium; env = gymnasium.make('gymhub:gymhub/toy-letters-v0')", True),
-        # Gymnasium 1.x loads no plugin entry points: a bare id needs gymhub imported first
+        # Gymnasium 1.x loads no plugin entry points: gymhub's .pth hook registers the ids
+        # when gymnasium is imported (the wheel ships it; `make` writes it for -e installs)
+        ("import gymnasium; env = gymnasium.make('gymhub/toy-letters-v0')", True),
+        ("import gymnasium.envs.registration as r; env = r.make('gymhub/toy-letters-v0')", True),
+        # the hook is what does it: turned off, the bare id is unknown
         ("import gymnasium; env = gymnasium.make('gymhub/toy-letters-v0')", False),
     ],
 )
 def test_gymnasium_ids_in_a_fresh_interpreter(code: str, works: bool, tmp_path: Path) -> None:
     play = "; env.reset(seed=0); print(env.step('c' * 5)[4]['verdict'].outcome)"
-    result = subprocess.run([sys.executable, "-c", code + play], capture_output=True, text=True, cwd=tmp_path)
+    environ = dict(os.environ)
+    environ.pop("GYMHUB_NO_GYMNASIUM_HOOK", None)
+    if not works:
+        environ["GYMHUB_NO_GYMNASIUM_HOOK"] = "1"
+    result = subprocess.run(
+        [sys.executable, "-c", code + play], capture_output=True, text=True, cwd=tmp_path, env=environ
+    )
     assert (result.returncode == 0) is works, result.stderr[-2000:]
     if not works:
         assert "NamespaceNotFound" in result.stderr

@@ -31,7 +31,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_wheel_contains_only_the_gymhub_namespace(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names}
-    assert top <= {"gymhub", *(n.split("/")[0] for n in names if ".dist-info" in n)}
+    # besides the package: the gymnasium hook (a private module and the .pth that imports it)
+    hook = {"_gymhub_gymnasium_hook.py", "gymhub-gymnasium.pth"}
+    assert top <= {"gymhub", *hook, *(n.split("/")[0] for n in names if ".dist-info" in n)}
+    assert hook <= set(names)
+    pth = zipfile.ZipFile(wheel).read("gymhub-gymnasium.pth").decode()
+    assert pth == "import _gymhub_gymnasium_hook\n"
     for part in PARTS:
         assert any(n.startswith(f"gymhub/{part}/") for n in names), part
     assert "gymhub/registry.yaml" in names
@@ -77,6 +82,19 @@ def test_wheel_in_a_fresh_venv_imports_parts_and_no_top_level(wheel: Path, tmp_p
     assert info["file"].startswith(fresh_site)
     assert info["top"] == []
     assert "code-python-v0" in info["envs"]
+    # a bare gymhub id works with no `import gymhub`: the wheel's .pth hooks gymnasium's import
+    bare = (
+        "import gymnasium; env = gymnasium.make('gymhub/toy-letters-v0'); env.reset(seed=0);"
+        "import sys; print(sys.modules['gymhub'].__file__)"
+    )
+    result = subprocess.run(
+        [str(python), "-I", "-c", f"import sys; sys.path[:0] = [{fresh_site!r}, {deps!r}]; {bare}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().startswith(fresh_site)
 
 
 def test_import_gymhub_is_light() -> None:
