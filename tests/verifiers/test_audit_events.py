@@ -11,7 +11,9 @@ from __future__ import annotations
 import base64
 
 import pytest
+from backends import BACKENDS, require
 
+from gymhub.sandboxes.warm_pool import shared_pool
 from gymhub.verifiers.checkers.function_tests import (
     FunctionTest,
     TestReport,
@@ -331,3 +333,21 @@ def test_ordinary_solutions_raise_no_events() -> None:
     assert report.status == "ok" and report.passed == 3
     assert report.events == []
     assert "runtime_events" not in report.as_details()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_harness_imports_nothing_the_zygote_has_not_loaded(backend: str) -> None:
+    """Each job forks from the zygote: a module the harness imports that the zygote has not
+    loaded is imported again in every job (``typing`` alone cost 5 ms of CPU per verification).
+    A trivial job sees the zygote's modules; a harness job must see exactly the same."""
+    require(backend)
+    with shared_pool(backend).sandbox() as box:
+        result = box.run(script="import sys; print(' '.join(sorted(sys.modules)))", timeout=10)
+    zygote_modules = result.stdout.decode().split()
+    assert "os" in zygote_modules and "typing" not in zygote_modules
+    source = "def f():\n    import sys\n    return sorted(sys.modules)\n"
+    report = run_function_tests(
+        source, "f", [FunctionTest(args=[], expected=zygote_modules)], backend=backend
+    )
+    assert report.status == "ok"
+    assert report.passed == 1, "the harness loaded modules the zygote had not (or dropped some)"
