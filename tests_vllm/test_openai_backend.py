@@ -1,5 +1,6 @@
 """GRPO with rollouts on an external vLLM server (OpenAI-compatible, CPU build): after each
-step the trainer's LoRA adapter is loaded into the server, which then samples from it."""
+step the trainer's LoRA adapter is loaded into the server, which then samples from it; the
+log-probs it records are those of the distribution it drew from, at any temperature."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 import torch
 from processes import free_port
 
+import gymhub
+from gymhub.token_episodes import token_episode
 from gymhub.trainers.grpo import GRPOConfig, GRPOTrainer, token_logprobs
 
 
@@ -48,6 +51,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
             "2",
             "--seed",
             "0",
+            "--logprobs-mode",  # the log-probs of the distribution sampled from (see generators.py)
+            "processed_logprobs",
         ],
         env=env,
         stdout=subprocess.DEVNULL,
@@ -105,3 +110,49 @@ def test_lora_adapters_pushed_to_the_server_are_what_it_samples_from(
         ours = token_logprobs(trainer.model, x, torch.ones_like(x), x[:, 1:], 1.0)[0].tolist()
     assert served == pytest.approx(ours, abs=1e-3)
     assert max(abs(a - b) for a, b in zip(served, base, strict=True)) > 1e-3  # the adapter changed it
+
+
+def test_openai_backend_records_processed_logprobs_at_temperature_0_7(
+    server: tuple[str, Path], tmp_path: Path
+) -> None:
+    """Episodes sampled through the openai backend at temperature 0.7: the recorded log-probs
+    of every sampled token are the trainer's own log-probs at 0.7, not the raw ones at 1.0."""
+    url, model = server
+    cfg = GRPOConfig(
+        env="toy-letters-v0",
+        model=str(model),
+        backend="openai",
+        openai_url=url,
+        openai_model=str(model),
+        lora_rank=4,
+        temperature=0.7,
+        max_new_tokens=8,
+        output_dir=str(tmp_path / "run"),
+        console=False,
+    )
+    trainer = GRPOTrainer(cfg)  # checks that the server's log-probs are processed, loads step 0
+    client = trainer.generator.client
+    probe = trainer.tok("say c and more", add_special_tokens=False)["input_ids"]
+    assert client.run(lambda: client.check_processed_logprobs(probe, 0.7)) is True  # the check can tell
+    groups = gymhub.rollout(
+        "toy-letters-v0", trainer.generator.policy(), tasks=4, group_size=4, concurrency=8, seed=3
+    )
+    assert all(t.status == "ok" for g in groups for t in g.trajectories)
+    episodes = [token_episode(t) for g in groups for t in g.trajectories]
+    sampled = 0
+    worst = worst_raw = 0.0
+    for episode in episodes:
+        ids = episode.prompt_ids + episode.completion_ids
+        x = torch.tensor([ids])
+        start = len(episode.prompt_ids) - 1  # the position that predicts the first sampled token
+        with torch.no_grad():
+            ours = token_logprobs(trainer.model, x, torch.ones_like(x), x[:, 1:], 0.7)[0, start:]
+            raw = token_logprobs(trainer.model, x, torch.ones_like(x), x[:, 1:], 1.0)[0, start:]
+        for recorded, mine, plain, mask in zip(episode.logprobs, ours, raw, episode.loss_mask, strict=True):
+            if mask:
+                sampled += 1
+                worst = max(worst, abs(recorded - float(mine)))
+                worst_raw = max(worst_raw, abs(recorded - float(plain)))
+    assert sampled >= 16
+    assert worst < 1e-3, f"sampler vs trainer at temperature 0.7: max |Δ| = {worst}"
+    assert worst_raw > 1e-2  # the raw log-probs (temperature 1.0) would have failed the check above

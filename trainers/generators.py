@@ -16,21 +16,37 @@ folder, and after each optimiser step the trainer's weights are pushed into it i
 processed ones (after temperature), the distribution tokens were drawn from. Where vLLM
 supports sleep mode (GPU), the engine sleeps during the training phase and wakes to sample.
 
-``openai`` — an external OpenAI-compatible server that can load LoRA adapters at run time (a
-vLLM server started with ``--enable-lora`` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``).
-Rollouts go through its completions endpoint, token ids in (``prompt`` as ids) and token ids
-out (``return_tokens_as_token_ids``); after each step the trainer's LoRA adapter is saved and
+``openai`` — an external OpenAI-compatible server that can load LoRA adapters at run time: a
+vLLM server started with ``--enable-lora``, ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`` and
+``--logprobs-mode processed_logprobs``. ``openai_url`` is the server (``http://host:port``, a
+trailing ``/v1`` is optional); ``openai_model`` the base model's served name. Rollouts go
+through its completions endpoint, token ids in (``prompt`` as ids) and token ids out
+(``return_tokens_as_token_ids``); after each step the trainer's LoRA adapter is saved and
 loaded into the server under a new name (``POST /v1/load_lora_adapter``), the previous one
-unloaded. Needs ``lora_rank > 0``.
+unloaded. Needs ``lora_rank > 0``. Every call goes through gymhub's one OpenAI-compatible
+client, :class:`~gymhub.policies.openai_policy.OpenAIPolicy`: 429/5xx, timeouts and transport
+errors are retried with backoff, and what still fails is a :class:`~gymhub.errors.PolicyError`.
+
+Why the flag: a vLLM server returns the *raw* log-probs by default (temperature 1.0, before
+top-k / top-p), which at any other temperature are not the log-probs of the distribution the
+tokens were drawn from, so the trainer's importance ratios and mismatch monitor would be off
+by the temperature. With ``--logprobs-mode processed_logprobs`` they are the processed ones, as
+the ``vllm`` backend's. At start-up, when the temperature is not 1, the generator checks which
+kind the server returns (two one-token requests,
+:meth:`~gymhub.policies.openai_policy.OpenAIPolicy.check_processed_logprobs`) and refuses a
+server that returns raw log-probs, naming the flag.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gymhub.errors import GymhubError
+from gymhub.errors import GymhubError, PolicyError
 from gymhub.policies.base import PolicyReply
 from gymhub.policies.hf_policy import HFPolicy
+from gymhub.policies.openai_policy import OpenAIPolicy
 from gymhub.types import Message
 
 if TYPE_CHECKING:
@@ -78,8 +94,6 @@ class VLLMPolicy(HFPolicy):
     def generate_batch(
         self, prompts: list[list[int]], seeds: list[int | None], limits: list[int] | None = None
     ) -> list[PolicyReply]:
-        import time
-
         from vllm import SamplingParams
 
         start = time.perf_counter()
@@ -169,61 +183,54 @@ class VLLMGenerator:
 
 
 class OpenAITokenPolicy(HFPolicy):
-    """Token-in/token-out sampling through an OpenAI-compatible completions endpoint."""
+    """An :class:`HFPolicy` (same chat rendering, token in / token out, per-episode context)
+    whose replies are sampled by an OpenAI-compatible server through gymhub's one client,
+    :class:`~gymhub.policies.openai_policy.OpenAIPolicy` (its retries, its errors). Each
+    episode's request goes out as soon as it is made; the server batches them."""
 
-    def __init__(self, base_url: str, model_name: str, tokenizer: Any, **options: Any) -> None:
-        super().__init__("openai", model=object(), tokenizer=tokenizer, **options)
-        self.id = f"openai:{base_url}"
-        self.base_url = base_url.rstrip("/")
-        self.model_name = model_name
+    def __init__(self, client: OpenAIPolicy, tokenizer: Any, **options: Any) -> None:
+        super().__init__("openai", model=client, tokenizer=tokenizer, **options)  # the client samples
+        self.client = client
+        self.id = f"openai:{client.base_url}"
+
+    async def agenerate(self, prompt: list[int], seed: int | None, limit: int | None = None) -> PolicyReply:
+        start = time.perf_counter()
+        sample = await self.client.complete_ids(
+            prompt,
+            max_tokens=limit or self.max_new_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            seed=seed,
+        )
+        return PolicyReply(
+            message=Message(
+                role="assistant",
+                content=self._tokenizer.decode(list(sample.token_ids), skip_special_tokens=True),
+            ),
+            token_ids=sample.token_ids,
+            logprobs=sample.logprobs,
+            prompt_token_ids=tuple(prompt),
+            timings={"generate_s": time.perf_counter() - start},
+        )
 
     def generate_batch(
         self, prompts: list[list[int]], seeds: list[int | None], limits: list[int] | None = None
     ) -> list[PolicyReply]:
-        import time
-        from concurrent.futures import ThreadPoolExecutor
+        """From synchronous code: one request per prompt, all in flight at once."""
+        limits = limits or [self.max_new_tokens] * len(prompts)
 
-        import httpx
-
-        start = time.perf_counter()
-
-        def one(prompt: list[int], seed: int | None, limit: int) -> dict[str, Any]:
-            body: dict[str, Any] = {
-                "model": self.model_name,
-                "prompt": list(prompt),
-                "max_tokens": limit,
-                "temperature": self.temperature,
-                "top_p": self.top_p,
-                "logprobs": 1,
-                "return_tokens_as_token_ids": True,
-            }
-            if self.top_k > 0:
-                body["top_k"] = self.top_k
-            if seed is not None:
-                body["seed"] = seed % (2**63)
-            response = httpx.post(f"{self.base_url}/v1/completions", json=body, timeout=600)
-            response.raise_for_status()
-            return dict(response.json()["choices"][0])
-
-        with ThreadPoolExecutor(max(1, min(16, len(prompts)))) as pool:
-            choices = list(pool.map(one, prompts, seeds, limits or [self.max_new_tokens] * len(prompts)))
-        elapsed = time.perf_counter() - start
-        replies = []
-        for prompt, choice in zip(prompts, choices, strict=True):
-            lp = choice["logprobs"]
-            ids = [int(str(t).removeprefix("token_id:")) for t in lp["tokens"]]
-            replies.append(
-                PolicyReply(
-                    message=Message(
-                        role="assistant", content=self._tokenizer.decode(ids, skip_special_tokens=True)
-                    ),
-                    token_ids=tuple(ids),
-                    logprobs=tuple(float(x) for x in lp["token_logprobs"]),
-                    prompt_token_ids=tuple(prompt),
-                    timings={"generate_s": elapsed, "batch": float(len(prompts))},
+        async def all_replies() -> list[PolicyReply]:
+            return list(
+                await asyncio.gather(
+                    *(self.agenerate(p, s, n) for p, s, n in zip(prompts, seeds, limits, strict=True))
                 )
             )
-        return replies
+
+        return self.client.run(all_replies)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
 
 
 class OpenAIGenerator:
@@ -235,44 +242,46 @@ class OpenAIGenerator:
         if cfg.lora_rank <= 0:
             raise GymhubError("the openai backend pushes LoRA adapters to the server: set lora_rank > 0")
         self.version = 0
-        self.cfg = cfg
         self.adapters = Path(cfg.output_dir) / "adapters"
         self.loaded: str | None = None
-        self._policy = OpenAITokenPolicy(
-            cfg.openai_url,
+        url = cfg.openai_url.rstrip("/")
+        self.client = OpenAIPolicy(
+            url if url.endswith("/v1") else f"{url}/v1",
             cfg.openai_model,
+            temperature=cfg.temperature,
+            timeout=600,
+        )
+        self._policy = OpenAITokenPolicy(
+            self.client,
             tokenizer,
             temperature=cfg.temperature,
             max_new_tokens=cfg.max_new_tokens,
             max_episode_tokens=cfg.max_episode_tokens,
             max_batch=max(1, cfg.concurrency),
         )
+        probe = [int(i) for i in tokenizer("The quick brown fox", add_special_tokens=False)["input_ids"]]
+        self.client.run(lambda: self.client.check_processed_logprobs(probe, cfg.temperature))
         self.sync(model, 0)
 
     def policy(self) -> OpenAITokenPolicy:
         return self._policy
 
     def sync(self, model: Any, step: int) -> None:
-        import httpx
-
         name = f"gymhub-step-{step}"
-        folder = self.adapters / name
+        folder = (self.adapters / name).resolve()
         model.save_pretrained(folder)
-        base = self.cfg.openai_url.rstrip("/")
-        response = httpx.post(
-            f"{base}/v1/load_lora_adapter",
-            json={"lora_name": name, "lora_path": str(folder.resolve())},
-            timeout=120,
-        )
-        if response.status_code >= 400:
-            raise GymhubError(
-                f"the server refused adapter {name}: {response.status_code} {response.text[:300]}"
-            )
-        if self.loaded is not None:
-            httpx.post(f"{base}/v1/unload_lora_adapter", json={"lora_name": self.loaded}, timeout=120)
-        self.loaded = name
-        self._policy.model_name = name  # the next rollouts sample from the new adapter
+        try:
+            self.client.run(lambda: self.client.load_lora_adapter(name, str(folder)))
+        except PolicyError as exc:
+            raise PolicyError(f"the server did not load LoRA adapter {name} from {folder}: {exc}") from exc
+        previous, self.loaded = self.loaded, name
+        self.client.model = name  # the next rollouts sample from the new adapter
         self.version = step
+        if previous is not None:
+            try:
+                self.client.run(lambda: self.client.unload_lora_adapter(previous))
+            except PolicyError as exc:
+                raise PolicyError(f"the server did not unload LoRA adapter {previous}: {exc}") from exc
 
 
 def trainer_weights(model: Any) -> list[tuple[str, Any]]:

@@ -1,8 +1,11 @@
-"""The openai policy over real HTTP (a scripted OpenAI-compatible server on loopback)."""
+"""gymhub's OpenAI-compatible client over real HTTP (a scripted server on loopback): the chat
+policy, token-ids-in/token-ids-out completions, vLLM's LoRA calls, retries and errors."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,15 +15,28 @@ import pytest
 
 import gymhub
 from gymhub.policies import make_policy
+from gymhub.policies.openai_policy import OpenAIPolicy
 from gymhub.store import open_store
+
+# the scripted model's next-token logits, whatever the prompt: token id -> logit
+LOGITS = {5: 2.0, 6: 1.0, 7: 0.0, 8: -1.0, 9: -3.0}
+
+
+def _logprobs(temperature: float) -> dict[int, float]:
+    norm = math.log(sum(math.exp(z / temperature) for z in LOGITS.values()))
+    return {t: z / temperature - norm for t, z in LOGITS.items()}
 
 
 class ScriptedServer:
-    """Answers chat completions from a script: a list of 'kind' strings, then repeats last."""
+    """Answers POSTs from a script: a list of 'kind' strings, then repeats the last. Chat
+    completions, completions (token ids in and out, like vLLM: the log-probs raw, or processed
+    with ``processed=True``), and vLLM's LoRA adapter calls."""
 
-    def __init__(self, script: list[str]) -> None:
+    def __init__(self, script: list[str], *, processed: bool = True) -> None:
         self.script = list(script)
+        self.processed = processed
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -33,6 +49,7 @@ class ScriptedServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
+                server.paths.append(self.path)
                 kind = server.script.pop(0) if len(server.script) > 1 else server.script[0]
                 if kind == "500":
                     self._send(500, {"error": "overloaded"})
@@ -40,6 +57,13 @@ class ScriptedServer:
                     self._raw(200, b"{this is not json")
                 elif kind == "400":
                     self._send(400, {"error": "bad request"})
+                elif kind == "hang":
+                    self.server.hanging.wait(5)  # type: ignore[attr-defined]
+                    self._send(200, server.tokens(body))
+                elif self.path.endswith("_lora_adapter"):
+                    self._raw(200, b"Success: LoRA adapter done.")  # vLLM answers in plain text
+                elif self.path.endswith("/completions") and "prompt" in body:
+                    self._send(200, server.tokens(body))
                 else:
                     self._send(200, server.completion(kind, body))
 
@@ -54,6 +78,7 @@ class ScriptedServer:
                 self.wfile.write(payload)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.hanging = threading.Event()  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
@@ -87,7 +112,27 @@ class ScriptedServer:
             "prompt_token_ids": [1, 2, 3],
         }
 
+    def tokens(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A completions reply: ``max_tokens`` tokens counting down from 9."""
+        logprobs = _logprobs(body["temperature"] if self.processed else 1.0)
+        ids = [max(5, 9 - i) for i in range(body["max_tokens"])]
+        top = {f"token_id:{t}": lp for t, lp in sorted(logprobs.items())[: body["logprobs"]]}
+        return {
+            "choices": [
+                {
+                    "index": 0,
+                    "text": "".join(chr(96 + t) for t in ids),
+                    "logprobs": {
+                        "tokens": [f"token_id:{t}" for t in ids],
+                        "token_logprobs": [logprobs[t] for t in ids],
+                        "top_logprobs": [{**top, f"token_id:{t}": logprobs[t]} for t in ids],
+                    },
+                }
+            ]
+        }
+
     def close(self) -> None:
+        self.httpd.hanging.set()  # type: ignore[attr-defined]
         self.httpd.shutdown()
 
 
@@ -95,8 +140,8 @@ class ScriptedServer:
 def server_factory() -> Iterator[Any]:
     servers: list[ScriptedServer] = []
 
-    def make(script: list[str]) -> ScriptedServer:
-        servers.append(ScriptedServer(script))
+    def make(script: list[str], *, processed: bool = True) -> ScriptedServer:
+        servers.append(ScriptedServer(script, processed=processed))
         return servers[-1]
 
     yield make
@@ -172,3 +217,83 @@ def test_unreachable_server_is_an_errored_trajectory() -> None:
 def test_bad_spec_is_refused() -> None:
     with pytest.raises(gymhub.PolicyError, match="needs a URL"):
         make_policy("openai:localhost")
+
+
+def test_completions_send_token_ids_and_return_the_sampled_ids_and_logprobs(server_factory: Any) -> None:
+    server = server_factory(["tokens"])
+    client = OpenAIPolicy(server.url, "m", temperature=0.5)
+    sample = client.run(lambda: client.complete_ids([1, 2, 3], max_tokens=3, seed=2**64 + 5, top_k=4))
+    assert sample.token_ids == (9, 8, 7) and sample.text == "ihg"
+    assert sample.logprobs == tuple(_logprobs(0.5)[t] for t in (9, 8, 7))
+    assert sample.top_logprobs == ()  # not asked for
+    [request] = server.requests
+    assert server.paths == ["/v1/completions"]
+    assert request["prompt"] == [1, 2, 3] and request["max_tokens"] == 3 and request["model"] == "m"
+    assert request["temperature"] == 0.5 and request["top_k"] == 4 and request["seed"] == 5
+    assert request["return_tokens_as_token_ids"] is True and request["logprobs"] == 0
+
+
+def test_completions_retry_transient_errors_then_give_up_with_a_policy_error(server_factory: Any) -> None:
+    server = server_factory(["500", "malformed", "tokens"])
+    client = OpenAIPolicy(server.url, "m", backoff=0.01)
+    assert client.run(lambda: client.complete_ids([1], max_tokens=1)).token_ids == (9,)
+    assert len(server.requests) == 3
+    failing = server_factory(["500"])
+    client = OpenAIPolicy(failing.url, "m", backoff=0.01, max_retries=2)
+    with pytest.raises(gymhub.PolicyError, match=r"gave up after 3 attempts; last error: HTTP 500"):
+        client.run(lambda: client.complete_ids([1], max_tokens=1))
+    assert len(failing.requests) == 3
+
+
+def test_a_refused_request_is_a_policy_error_at_once_naming_the_call(server_factory: Any) -> None:
+    server = server_factory(["400"])
+    client = OpenAIPolicy(server.url, "m", backoff=0.01)
+    with pytest.raises(
+        gymhub.PolicyError, match=r"HTTP 400 from POST .*/v1/load_lora_adapter: .*bad request"
+    ):
+        client.run(lambda: client.load_lora_adapter("a", "/adapters/a"))
+    assert len(server.requests) == 1
+
+
+def test_lora_adapter_calls(server_factory: Any) -> None:
+    server = server_factory(["ok"])
+    client = OpenAIPolicy(server.url, "m")
+    client.run(lambda: client.load_lora_adapter("step-1", "/adapters/step-1"))
+    client.run(lambda: client.unload_lora_adapter("step-0"))
+    assert server.paths == ["/v1/load_lora_adapter", "/v1/unload_lora_adapter"]
+    assert server.requests == [
+        {"lora_name": "step-1", "lora_path": "/adapters/step-1"},
+        {"lora_name": "step-0"},
+    ]
+
+
+def test_raw_logprobs_are_detected_and_the_flag_named(server_factory: Any) -> None:
+    raw = server_factory(["tokens"], processed=False)
+    client = OpenAIPolicy(raw.url, "m")
+    with pytest.raises(gymhub.PolicyError, match="--logprobs-mode processed_logprobs"):
+        client.run(lambda: client.check_processed_logprobs([1, 2], 0.7))
+    assert [r["temperature"] for r in raw.requests] == [0.7, 1.0]
+    processed = server_factory(["tokens"], processed=True)
+    client = OpenAIPolicy(processed.url, "m")
+    assert client.run(lambda: client.check_processed_logprobs([1, 2], 0.7)) is True
+    assert client.run(lambda: client.check_processed_logprobs([1, 2], 1.0)) is None  # cannot tell
+    assert len(processed.requests) == 2
+
+
+def test_closing_waits_for_requests_in_flight(server_factory: Any) -> None:
+    """Two rollouts share one client; the first to finish closes it while the other's request
+    is still running: that request completes, and a later one opens a new connection."""
+    server = server_factory(["hang", "tokens"])
+    client = OpenAIPolicy(server.url, "m", max_retries=0)
+
+    async def scenario() -> tuple[int, ...]:
+        pending = asyncio.ensure_future(client.complete_ids([1], max_tokens=1))
+        while not server.requests:
+            await asyncio.sleep(0.01)
+        await client.aclose()  # the other rollout finished
+        server.httpd.hanging.set()
+        first = await pending
+        second = await client.complete_ids([1], max_tokens=2)
+        return first.token_ids + second.token_ids
+
+    assert client.run(scenario) == (9, 9, 8)
