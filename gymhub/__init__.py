@@ -7,9 +7,8 @@ Heavy parts (torch, sandboxes, the store, HTTP) load only when used.
 
 from __future__ import annotations
 
-from typing import Any
-
 from gymhub.env import Env, EnvReply
+from gymhub.env_checker import check_env
 from gymhub.errors import (
     BadAction,
     EpisodeOver,
@@ -23,6 +22,7 @@ from gymhub.errors import (
     VerifierError,
 )
 from gymhub.registry import EnvSpec, list_envs, make, register, spec, unregister
+from gymhub.rollout_engine import rollout
 from gymhub.types import (
     Message,
     PathEvent,
@@ -37,20 +37,6 @@ from gymhub.types import (
 )
 
 __version__ = "0.1.0"
-
-
-def rollout(*args: Any, **kwargs: Any) -> Any:
-    """Roll a policy out on an env; see :func:`gymhub.rollout_engine.rollout`."""
-    from gymhub.rollout_engine import rollout as _rollout
-
-    return _rollout(*args, **kwargs)
-
-
-def check_env(env: Any, **kwargs: Any) -> Any:
-    """Check an env against the contract; see :func:`gymhub.env_checker.check_env`."""
-    from gymhub.env_checker import check_env as _check_env
-
-    return _check_env(env, **kwargs)
 
 
 __all__ = [

@@ -11,24 +11,65 @@ stderr, ``error: ...``, and exit status 2; ``--debug`` (anywhere on the line, or
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import json
 import os
 import sys
 import time
 import traceback
+from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
+from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from gymhub.errors import GymhubError
 
+if TYPE_CHECKING:
+    from typer._click.core import Command, Context  # the click that typer ships and TyperGroup is built on
+
+PART_COMMANDS = "gymhub.cli"  # the entry-point group through which parts add commands
+
+
+class _CoreAndPartCommands(TyperGroup):
+    """The core's commands, then those the parts contribute through the ``gymhub.cli``
+    entry-point group: each names a ``typer.Typer`` (a command group) or a function (one
+    command), imported only when it is run or listed, so a core command never imports a part."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        core = super().list_commands(ctx)
+        return core + sorted(name for name in _part_entry_points() if name not in core)
+
+    def get_command(self, ctx: Context, name: str) -> Command | None:
+        found = super().get_command(ctx, name)
+        entry = _part_entry_points().get(name) if found is None else None
+        return found if entry is None else _part_command(name, entry.load())
+
+
+@functools.cache
+def _part_entry_points() -> dict[str, metadata.EntryPoint]:
+    return {ep.name: ep for ep in metadata.entry_points(group=PART_COMMANDS)}
+
+
+def _part_command(name: str, target: Any) -> Command:
+    if isinstance(target, typer.Typer):
+        group = typer.main.get_group(target)
+        group.name = name
+        return group
+    single = typer.Typer()
+    single.command(name)(target)
+    return typer.main.get_command(single)
+
+
 app = typer.Typer(
+    cls=_CoreAndPartCommands,
     help="gymhub: sandboxed environments for LLM agents, with verifiers.",
     no_args_is_help=True,
     add_completion=False,
@@ -95,7 +136,7 @@ def _global_options(
     """gymhub: sandboxed environments for LLM agents, with verifiers."""
 
 
-def _require_extra(extra: str, *modules: str) -> None:
+def require_extra(extra: str, *modules: str) -> None:
     """Fail before any work when an optional extra is not installed, naming the pip command."""
     missing = [m for m in modules if not _importable(m)]
     if missing:
@@ -119,7 +160,7 @@ def _check_out_path(path: str) -> Path:
     return target
 
 
-def _emit_json(document: Any) -> None:
+def emit_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
 
 
@@ -134,7 +175,7 @@ def list_command(
 
     specs = [s for s in list_envs() if not family or s.family == family]
     if as_json:
-        _emit_json([s.model_dump() for s in specs])
+        emit_json([s.model_dump() for s in specs])
     elif ids:
         for s in specs:
             print(s.id)
@@ -143,6 +184,29 @@ def list_command(
         for s in specs:
             table.add_row(s.id, s.family, s.version, s.sandbox, s.source, s.description)
         out.print(table)
+
+
+class RuleInfo(BaseModel):
+    """One RLVP rule of an env, as ``gymhub info`` shows it."""
+
+    id: str
+    weight: int | float
+    kind: str
+    value: int | float
+    description: str
+
+
+class EnvInfo(BaseModel):
+    """What ``gymhub info`` adds to an env's spec: what the built env holds (its ``rules``, a
+    list of :class:`RuleInfo`, stand in the JSON for the spec's rule weights)."""
+
+    tasks: dict[str, int]
+    verifier_id: str
+    verifier_version: str
+    beta: float
+    rules: list[RuleInfo]
+    tools: list[str]
+    probes: list[str]
 
 
 @app.command("info")
@@ -154,28 +218,28 @@ def info_command(env_id: str, as_json: bool = typer.Option(False, "--json")) -> 
     env = make(env_id)
     splits = {s: sum(1 for t in env.all_tasks if t.split == s) for s in ("train", "eval")}
     rules = [
-        {
-            "id": r.id,
-            "weight": r.weight,
-            "kind": r.kind,
-            "value": r.value,
-            "description": " ".join((type(r).__doc__ or "").split()),
-        }
+        RuleInfo(
+            id=r.id,
+            weight=r.weight,
+            kind=r.kind,
+            value=r.value,
+            description=" ".join((type(r).__doc__ or "").split()),
+        )
         for r in getattr(env.verifier, "rules", [])
     ]
-    doc = {
-        **env_spec.model_dump(),
-        "tasks": splits,
-        "verifier_id": env.verifier.id,
-        "verifier_version": env.verifier.version,
-        "beta": env.reward_config.beta,
-        "rules": rules,
-        "tools": [t["function"]["name"] for t in env.tools()],
-        "probes": [p.name for p in load_probes(env_id)],
-    }
+    info = EnvInfo(
+        tasks=splits,
+        verifier_id=env.verifier.id,
+        verifier_version=env.verifier.version,
+        beta=env.reward_config.beta,
+        rules=rules,
+        tools=[t["function"]["name"] for t in env.tools()],
+        probes=[p.name for p in load_probes(env_id)],
+    )
     env.close()
+    doc = {**env_spec.model_dump(), **info.model_dump()}
     if as_json:
-        _emit_json(doc)
+        emit_json(doc)
         return
     table = Table(show_header=False)
     for key in (
@@ -199,11 +263,38 @@ def info_command(env_id: str, as_json: bool = typer.Option(False, "--json")) -> 
     out.print(table)
     rule_table = Table("rule", "kind", "base value", "weight", "description", title="RLVP rules")
     for r in rules:
-        rule_table.add_row(r["id"], r["kind"], str(r["value"]), str(r["weight"]), r["description"])
+        rule_table.add_row(r.id, r.kind, str(r.value), str(r.weight), r.description)
     out.print(rule_table)
 
 
 MAX_SEED = 2**63 - 1
+
+
+class RunHeadline(BaseModel):
+    """A run as its listings open: id, env, policy, split, tasks × G."""
+
+    run_id: str
+    env_id: str
+    policy: str
+    split: str
+    tasks: int
+    group_size: int
+
+
+class RolloutSummary(RunHeadline):
+    """``gymhub rollout --json``: one run's counts and means (``{"runs": [...]}`` for several)."""
+
+    trajectories: int
+    new_trajectories: int
+    errors: int
+    new_errors: int
+    first_error: str | None
+    verifier_errors: int
+    mean_outcome: float | None
+    mean_path_signal: float | None
+    pass_rate: float | None
+    trajectories_per_s: float | None
+    elapsed_s: float
 
 
 @app.command("rollout")
@@ -233,7 +324,7 @@ def rollout_command(
 ) -> None:
     """Roll a policy out on an env, store every trajectory, print a summary."""
     from gymhub.registry import list_envs, spec
-    from gymhub.rollout_engine import check_sandbox_backend
+    from gymhub.rollout_engine import ROLLOUT_BACKENDS, check_sandbox_backend
     from gymhub.store import open_store
 
     if split not in (None, "train", "eval"):
@@ -242,12 +333,12 @@ def rollout_command(
         raise GymhubError("--resume continues one run: name its env, not 'all'")
     if resume is not None and run_id is not None:
         raise GymhubError("--run-id names a new run; --resume continues one: give only one of them")
-    if backend not in ("local", "ray"):
-        raise GymhubError(f"--backend must be local or ray, not {backend!r}")
+    if backend not in ROLLOUT_BACKENDS:
+        raise GymhubError(f"--backend must be one of {', '.join(ROLLOUT_BACKENDS)}, not {backend!r}")
     if backend == "local" and address:
         raise GymhubError("--address names a Ray cluster: use it with --backend ray")
     if backend == "ray":
-        _require_extra("ray", "ray")
+        require_extra("ray", "ray")
     env_ids = [s.id for s in list_envs()] if env_id == "all" else [spec(env_id).id]
     check_sandbox_backend(sandbox)
     store = open_store(db)
@@ -280,25 +371,17 @@ def rollout_command(
     finally:
         store.close()
     if as_json:
-        _emit_json(summaries[0] if len(summaries) == 1 else {"runs": summaries})
+        dumped = [s.model_dump() for s in summaries]
+        emit_json(dumped[0] if len(dumped) == 1 else {"runs": dumped})
     else:
         _print_summary(summaries, db)
-    failed = [s for s in summaries if s["new_trajectories"] > 0 and s["new_errors"] == s["new_trajectories"]]
+    failed = [s for s in summaries if s.new_trajectories > 0 and s.new_errors == s.new_trajectories]
     if failed:
         for s in failed:
             _error_line(
-                f"every trajectory of run {s['run_id']} ({s['env_id']}) errored; "
-                f"first error: {s['first_error']}"
+                f"every trajectory of run {s.run_id} ({s.env_id}) errored; first error: {s.first_error}"
             )
         raise typer.Exit(1)
-
-
-def _episode_backend(name: str, address: str | None) -> Any:
-    if name == "ray":
-        from gymhub.ray_backend import RayBackend
-
-        return RayBackend(address)
-    return "local"
 
 
 def _rollout_one(
@@ -317,8 +400,8 @@ def _rollout_one(
     sandbox: str | None = None,
     backend: str = "local",
     address: str | None = None,
-) -> dict[str, Any]:
-    from gymhub.rollout_engine import arollout, plan_run
+) -> RolloutSummary:
+    from gymhub.rollout_engine import arollout, plan_run, rollout_backend
 
     if resume is not None:
         run = store.get_run(resume)
@@ -381,7 +464,7 @@ def _rollout_one(
             store=store,
             concurrency=concurrency,
             on_trajectory=finished,
-            backend=_episode_backend(backend, address),
+            backend=rollout_backend(backend, address),
             plan=plan,
         ):
             pass
@@ -400,34 +483,34 @@ def _rollout_one(
     elapsed = time.perf_counter() - start
     stored = store.load_trajectories(rid)
     verdicts = [t.verdict for t in stored if t.verdict is not None]
-    return {
-        "run_id": rid,
-        "env_id": env_id,
-        "policy": policy,
-        "split": plan.split,
-        "tasks": len(plan.tasks),
-        "group_size": plan.group_size,
-        "trajectories": len(stored),
-        "new_trajectories": total,
-        "errors": sum(1 for t in stored if t.status == "errored"),
-        "new_errors": len(new_errors),
-        "first_error": new_errors[0] if new_errors else None,
-        "verifier_errors": sum(1 for v in verdicts if v.errored),
-        "mean_outcome": _mean([v.outcome for v in verdicts]),
-        "mean_path_signal": _mean([v.path_signal for v in verdicts]),
-        "pass_rate": _mean([1.0 if v.outcome >= 1.0 else 0.0 for v in verdicts]),
-        "trajectories_per_s": round(total / elapsed, 2) if elapsed > 0 else None,
-        "elapsed_s": round(elapsed, 3),
-    }
+    return RolloutSummary(
+        run_id=rid,
+        env_id=env_id,
+        policy=policy,
+        split=plan.split,
+        tasks=len(plan.tasks),
+        group_size=plan.group_size,
+        trajectories=len(stored),
+        new_trajectories=total,
+        errors=sum(1 for t in stored if t.status == "errored"),
+        new_errors=len(new_errors),
+        first_error=new_errors[0] if new_errors else None,
+        verifier_errors=sum(1 for v in verdicts if v.errored),
+        mean_outcome=_mean([v.outcome for v in verdicts]),
+        mean_path_signal=_mean([v.path_signal for v in verdicts]),
+        pass_rate=_mean([1.0 if v.outcome >= 1.0 else 0.0 for v in verdicts]),
+        trajectories_per_s=round(total / elapsed, 2) if elapsed > 0 else None,
+        elapsed_s=round(elapsed, 3),
+    )
 
 
 def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def _print_summary(summaries: list[dict[str, Any]], db: str) -> None:
-    run_width = max(len(s["run_id"]) for s in summaries)
-    env_width = max(len(s["env_id"]) for s in summaries)
+def _print_summary(summaries: list[RolloutSummary], db: str) -> None:
+    run_width = max(len(s.run_id) for s in summaries)
+    env_width = max(len(s.env_id) for s in summaries)
     table = Table(
         Column("env", no_wrap=True, min_width=env_width, overflow="fold"),
         Column("run", no_wrap=True, min_width=run_width, overflow="fold"),  # never cut to "…"
@@ -442,23 +525,46 @@ def _print_summary(summaries: list[dict[str, Any]], db: str) -> None:
     )
     for s in summaries:
         table.add_row(
-            s["env_id"],
-            s["run_id"],
-            str(s["tasks"]),
-            str(s["trajectories"]),
-            _fmt(s["mean_outcome"]),
-            _fmt(s["mean_path_signal"]),
-            _fmt(s["pass_rate"]),
-            str(s["errors"] + s["verifier_errors"]),
-            _fmt(s["trajectories_per_s"]),
+            s.env_id,
+            s.run_id,
+            str(s.tasks),
+            str(s.trajectories),
+            fmt_float(s.mean_outcome),
+            fmt_float(s.mean_path_signal),
+            fmt_float(s.pass_rate),
+            str(s.errors + s.verifier_errors),
+            fmt_float(s.trajectories_per_s),
         )
     out.print(table)
     for s in summaries:
-        print(f"run {s['run_id']} ({s['env_id']}): {s['trajectories']} trajectories in {db}")
+        print(f"run {s.run_id} ({s.env_id}): {s.trajectories} trajectories in {db}")
 
 
-def _fmt(value: float | None) -> str:
+def fmt_float(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+class VerdictMismatch(BaseModel):
+    """One trajectory whose fresh verdict differs from the stored one (or whose replay failed)."""
+
+    line: int | None
+    trajectory_id: str
+    task_id: str
+    changed_fields: list[str]
+    stored_digest: str | None
+    fresh_digest: str | None
+    stored_outcome: float | None
+    fresh_outcome: float | None
+    error: str | None
+
+
+class VerifyReport(BaseModel):
+    """``gymhub verify --json``."""
+
+    checked: int
+    changed: int
+    skipped_errored: int
+    mismatches: list[VerdictMismatch]
 
 
 @app.command("verify")
@@ -482,89 +588,36 @@ def verify_command(
     line_of = {t.id: number for number, t in records}
     results = reverify(trajectories)
     changed = [r for r in results if r.changed or r.error]
-    doc: dict[str, Any] = {
-        "checked": len(results),
-        "changed": len(changed),
-        "skipped_errored": len(trajectories) - len(results),
-        "mismatches": [
-            {
-                "line": line_of.get(r.trajectory_id),
-                "trajectory_id": r.trajectory_id,
-                "task_id": r.task_id,
-                "changed_fields": r.changed_fields,
-                "stored_digest": r.stored.digest if r.stored else None,
-                "fresh_digest": r.fresh.digest if r.fresh else None,
-                "stored_outcome": r.stored.outcome if r.stored else None,
-                "fresh_outcome": r.fresh.outcome if r.fresh else None,
-                "error": r.error,
-            }
+    report = VerifyReport(
+        checked=len(results),
+        changed=len(changed),
+        skipped_errored=len(trajectories) - len(results),
+        mismatches=[
+            VerdictMismatch(
+                line=line_of.get(r.trajectory_id),
+                trajectory_id=r.trajectory_id,
+                task_id=r.task_id,
+                changed_fields=r.changed_fields,
+                stored_digest=r.stored.digest if r.stored else None,
+                fresh_digest=r.fresh.digest if r.fresh else None,
+                stored_outcome=r.stored.outcome if r.stored else None,
+                fresh_outcome=r.fresh.outcome if r.fresh else None,
+                error=r.error,
+            )
             for r in changed
         ],
-    }
+    )
     if as_json:
-        _emit_json(doc)
+        emit_json(report.model_dump())
     else:
-        print(f"checked {doc['checked']} trajectories of {path}: {doc['changed']} changed")
-        for m in doc["mismatches"]:
-            what = m["error"] or (
-                f"{', '.join(m['changed_fields'])} differ; "
-                f"outcome {m['stored_outcome']} -> {m['fresh_outcome']}"
+        print(f"checked {report.checked} trajectories of {path}: {report.changed} changed")
+        for m in report.mismatches:
+            what = m.error or (
+                f"{', '.join(m.changed_fields)} differ; outcome {m.stored_outcome} -> {m.fresh_outcome}"
             )
-            print(f"  {path}:{m['line']}: trajectory {m['trajectory_id']} (task {m['task_id']}): {what}")
+            print(f"  {path}:{m.line}: trajectory {m.trajectory_id} (task {m.task_id}): {what}")
     if changed:
         raise typer.Exit(1)
-
-
-@app.command("rlvp-report")
-def rlvp_report_command(
-    runs: list[str] = typer.Argument(..., help="One or more run ids."),
-    db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path."),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Does the path signal separate rollouts where the outcome does not? Per env."""
-    from gymhub.registry import load_part
-    from gymhub.store import open_store
-
-    store = open_store(db, create=False)
-    trajectories = []
-    try:
-        for run in runs:
-            store.get_run(run)
-            trajectories += store.load_trajectories(run)
-    finally:
-        store.close()
-    report = load_part("gymhub.verifiers.reachability:reachability_report")(trajectories)
-    if as_json:
-        _emit_json(report)
-        return
-    table = Table(
-        "env",
-        "trajectories",
-        "groups",
-        "zero-variance groups",
-        "recovered by Φ",
-        "corr(Φ, O)",
-        "mean O",
-        "mean Φ",
-        title="RLVP reachability",
-    )
-    for env_id, r in report.items():
-        table.add_row(
-            env_id,
-            str(r["trajectories"]),
-            str(r["groups"]),
-            _fmt(r["zero_variance_groups"]),
-            _fmt(r["recovered"]),
-            _fmt(r["corr_phi_outcome"]),
-            _fmt(r["mean_outcome"]),
-            _fmt(r["mean_path_signal"]),
-        )
-    out.print(table)
-    rules = Table("env", "rule", "firing rate", title="rule firing rates")
-    for env_id, r in report.items():
-        for rule, rate in r["rule_rates"].items():
-            rules.add_row(env_id, rule, _fmt(rate))
-    out.print(rules)
 
 
 @app.command("eval")
@@ -595,18 +648,21 @@ def eval_command(
         summary = _rollout_one(
             store, db, env_id, policy, tasks, k, concurrency, split, seed, None, run_id, as_json
         )
-        doc = eval_document(store, summary["run_id"])
+        doc = eval_document(store, summary.run_id)
     finally:
         store.close()
     if as_json:
-        _emit_json(doc)
+        emit_json(doc)
         return
     table = Table(
         "k", "pass@k", "95% interval (bootstrap over tasks)", "tasks", title=f"pass@k of run {doc['run_id']}"
     )
     for row in doc["pass_at_k"]:
         table.add_row(
-            str(row["k"]), _fmt(row["mean"]), f"{_fmt(row['low'])} - {_fmt(row['high'])}", str(row["tasks"])
+            str(row["k"]),
+            fmt_float(row["mean"]),
+            f"{fmt_float(row['low'])} - {fmt_float(row['high'])}",
+            str(row["tasks"]),
         )
     out.print(table)
     print(
@@ -651,7 +707,7 @@ def review_command(
     """Serve a run's report where people mark verdicts right or wrong (stored in the store)."""
     from gymhub.store import open_store
 
-    _require_extra("serve", "fastapi", "uvicorn")
+    require_extra("serve", "fastapi", "uvicorn")
     if host not in LOOPBACK_HOSTS:
         raise GymhubError("gymhub review takes no token: bind it to loopback (and tunnel if you must)")
     store = open_store(db, create=False)
@@ -663,171 +719,9 @@ def review_command(
 
     from gymhub.server import create_app
 
-    _serve_printing_url(
+    serve_printing_url(
         uvicorn, create_app(db=db, review=True), host, port, f"review of run {run}: open /runs/{run}"
     )
-
-
-def _label_agreement(run: str, db: str, as_json: bool) -> None:
-    """`gymhub bench verifiers --labels RUN`: the verifier's verdicts against people's reviews."""
-    from gymhub.registry import load_part
-    from gymhub.store import open_store
-
-    store = open_store(db, create=False)
-    try:
-        store.get_run(run)
-        labels = store.labels(run)
-        reviewed = []
-        for trajectory_id, label in sorted(labels.items()):
-            t = store.load_trajectory(run, trajectory_id)
-            if t is not None and t.verdict is not None:
-                reviewed.append((t.verdict.outcome, label.verdict_right))
-    finally:
-        store.close()
-    if not reviewed:
-        raise GymhubError(
-            f"run {run!r} has no reviewed verdicts: review some with `gymhub review {run} --db {db}`"
-        )
-    result = {"run_id": run} | load_part("gymhub.verifiers.bench:label_agreement")(reviewed)
-    if as_json:
-        _emit_json(result)
-        return
-    table = Table(
-        "run", "reviewed", "agreement", "precision", "recall", "FP", "FN", title="verifier vs people"
-    )
-    table.add_row(
-        run,
-        str(result["reviewed"]),
-        _fmt(result["agreement"]),
-        _fmt(result["precision"]),
-        _fmt(result["recall"]),
-        str(result["false_positives"]),
-        str(result["false_negatives"]),
-    )
-    out.print(table)
-
-
-bench_app = typer.Typer(help="Benchmarks.", no_args_is_help=True)
-app.add_typer(bench_app, name="bench")
-
-
-@bench_app.command("verifiers")
-def bench_verifiers_command(
-    env_ids: list[str] = typer.Argument(None, help="Envs to benchmark (default: all)."),
-    tasks: int = typer.Option(20, help="Tasks per env."),
-    repeats: int = typer.Option(3, help="Timed verifications per labelled trajectory."),
-    mutants: int = typer.Option(3, help="Mutants of each reference solution."),
-    out_dir: str = typer.Option("out/bench", "--out", help="Where the JSON and PNG go."),
-    as_json: bool = typer.Option(False, "--json"),
-    labels: str | None = typer.Option(
-        None, "--labels", help="A run id: the verifier's agreement with people's reviews of its verdicts."
-    ),
-    db: str = typer.Option("gymhub.db", help="Store URL or SQLite file path (with --labels)."),
-) -> None:
-    """Verifier speed, determinism, precision/recall against labels, and hack resistance."""
-    from pathlib import Path
-
-    from gymhub.registry import list_envs, load_part
-
-    if labels is not None:
-        _label_agreement(labels, db, as_json)
-        return
-    bench_env = load_part("gymhub.verifiers.bench:bench_env")
-    chosen = env_ids or [s.id for s in list_envs()]
-    results = []
-    for env_id in chosen:
-        if not as_json:
-            err.print(f"benchmarking the verifier of {env_id} ...")
-        results.append(bench_env(env_id, tasks=tasks, repeats=repeats, mutants_per_task=mutants))
-    folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "verifier_bench.json").write_text(json.dumps(results, indent=2))
-    load_part("gymhub.verifiers.bench:plot")(results, str(folder / "verifier_bench.png"))
-    if as_json:
-        _emit_json([{k: v for k, v in r.items() if k != "latencies_ms"} for r in results])
-        return
-    table = Table(
-        "env",
-        "cases",
-        "verif/s (1 thr)",
-        "verif/s (2 thr)",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
-        "determinism",
-        "precision",
-        "recall",
-        "hack resistance",
-        title="verifier benchmark",
-    )
-    for r in results:
-        table.add_row(
-            r["env_id"],
-            str(r["cases"]),
-            _fmt(r["verifications_per_s"]["1 thread"]),
-            _fmt(r["verifications_per_s"]["2 threads"]),
-            _fmt(r["latency_ms"]["p50"]),
-            _fmt(r["latency_ms"]["p95"]),
-            _fmt(r["latency_ms"]["p99"]),
-            _fmt(r["determinism_rate"]),
-            _fmt(r["precision"]),
-            _fmt(r["recall"]),
-            _fmt(r["hack_resistance"]),
-        )
-    out.print(table)
-    out.print(load_part("gymhub.verifiers.bench:blind_floor_table")(results))
-    for r in results:
-        for name in r["false_positives"]:
-            out.print(f"[red]false positive[/red] {r['env_id']} {name}")
-        for name in r["false_negatives"]:
-            out.print(f"[red]false negative[/red] {r['env_id']} {name}")
-    err.print(f"wrote {folder / 'verifier_bench.json'} and {folder / 'verifier_bench.png'}")
-
-
-sandbox_app = typer.Typer(help="Sandbox backends.", no_args_is_help=True)
-app.add_typer(sandbox_app, name="sandbox")
-
-
-@sandbox_app.command("build-image")
-def build_image_command(
-    tag: str = typer.Option("gymhub-sandbox:bookworm", help="Image tag."),
-    mirror: str | None = typer.Option(None, help="Debian mirror (default: the one apt uses)."),
-    force: bool = typer.Option(False, help="Rebuild even if the recipe is unchanged."),
-) -> None:
-    """Build the docker backend's default image locally (debootstrap + docker import)."""
-    from gymhub.registry import load_part
-
-    err.print("building the sandbox image (about 90 s) ...")
-    out.print(load_part("gymhub.sandboxes.image_build:build_image")(tag, mirror=mirror, force=force))
-
-
-@sandbox_app.command("prune")
-def sandbox_prune_command() -> None:
-    """Remove docker sandbox containers and sandbox cgroups left behind by killed processes."""
-    from gymhub.registry import load_part
-
-    cgroups = load_part("gymhub.sandboxes.job_cgroup:prune_cgroups")()
-    out.print(f"removed {len(cgroups)} orphaned sandbox cgroup(s)")
-    removed = load_part("gymhub.sandboxes.docker_backend:prune_containers")()
-    out.print(f"removed {len(removed)} orphaned sandbox container(s) {' '.join(removed)}".rstrip())
-
-
-@sandbox_app.command("check")
-def sandbox_check_command() -> None:
-    """Which sandbox backends work on this machine, and why not where they do not."""
-    from gymhub.registry import load_part
-
-    table = Table("backend", "status")
-    for name, target in (
-        ("local", "gymhub.sandboxes.local:local_available"),
-        ("local-unsafe", None),
-        ("bwrap", "gymhub.sandboxes.bwrap:bwrap_available"),
-        ("docker", "gymhub.sandboxes.docker_backend:docker_available"),
-    ):
-        reason = load_part(target)() if target else None
-        status = "ok" if reason is None else f"unavailable: {reason}"
-        table.add_row(name, "ok: no isolation at all" if name == "local-unsafe" else status)
-    out.print(table)
 
 
 @app.command("new-env")
@@ -864,7 +758,7 @@ def serve_command(
     from gymhub.registry import spec
     from gymhub.store import open_store
 
-    _require_extra("serve", "fastapi", "uvicorn")
+    require_extra("serve", "fastapi", "uvicorn")
     _check_bind(host, token)
     if review and db is None:
         raise GymhubError("--review records reviews in a store: give --db")
@@ -884,9 +778,7 @@ def serve_command(
         db=db,
         review=review,
     )
-    _serve_printing_url(
-        uvicorn, app_, host, port, f"serving {', '.join(env_ids) if env_ids else 'every env'}"
-    )
+    serve_printing_url(uvicorn, app_, host, port, f"serving {', '.join(env_ids) if env_ids else 'every env'}")
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -910,7 +802,7 @@ def _check_listen(host: str, port: int) -> None:
         raise GymhubError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
 
-def _serve_printing_url(uvicorn: Any, asgi_app: Any, host: str, port: int, what: str) -> None:
+def serve_printing_url(uvicorn: Any, asgi_app: Any, host: str, port: int, what: str) -> None:
     """Run uvicorn; once it listens, print the URL (the real port, when --port 0) on stderr."""
     _check_listen(host, port)
     config = uvicorn.Config(asgi_app, host=host, port=port, log_level="warning")
@@ -935,98 +827,6 @@ def _serve_printing_url(uvicorn: Any, asgi_app: Any, host: str, port: int, what:
         raise GymhubError(f"could not listen on {host}:{port} (in use, or not an address of this machine)")
 
 
-train_app = typer.Typer(help="Train a policy on an env.", no_args_is_help=True)
-app.add_typer(train_app, name="train")
-
-
-@train_app.command("grpo")
-def train_grpo_command(
-    config: Path | None = typer.Option(None, help="A YAML file of GRPOConfig fields."),
-    env: str | None = typer.Option(None, help="Env id."),
-    model: str | None = typer.Option(None, help="A transformers folder or a built-in alias."),
-    steps: int | None = typer.Option(None, help="Optimiser steps."),
-    group_size: int | None = typer.Option(None, "--group-size", "-g", help="Samples per task (G)."),
-    tasks_per_step: int | None = typer.Option(None, help="Tasks (groups) per step."),
-    lr: float | None = typer.Option(None, help="Learning rate."),
-    output_dir: str | None = typer.Option(None, help="Metrics, checkpoints and the reward curve."),
-    resume: bool = typer.Option(False, help="Continue from OUTPUT_DIR/checkpoint."),
-    overrides: list[str] = typer.Option([], "--set", help="Any other field: --set kl_coef=0.05"),
-) -> None:
-    """GRPO on an env (gymhub.trainers.grpo): metrics.jsonl, checkpoint, reward_curve.png."""
-    import yaml
-
-    from gymhub.registry import load_part
-
-    _require_extra("train", "torch", "transformers")
-    config_class = load_part("gymhub.trainers.grpo:GRPOConfig")
-    given = {
-        "env": env,
-        "model": model,
-        "steps": steps,
-        "group_size": group_size,
-        "tasks_per_step": tasks_per_step,
-        "lr": lr,
-        "output_dir": output_dir,
-    }
-    fields = {k: v for k, v in given.items() if v is not None}
-    if resume:
-        fields["resume"] = True
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise GymhubError(f"--set takes key=value, not {item!r}")
-        fields[key.strip()] = yaml.safe_load(value)
-    try:
-        cfg = config_class.from_yaml(config, **fields) if config else config_class(**fields)
-    except TypeError as exc:
-        raise GymhubError(f"bad GRPO option: {exc}") from exc
-    history = load_part("gymhub.trainers.grpo:GRPOTrainer")(cfg).train()
-    last = history[-1] if history else {}
-    out.print(
-        f"trained {cfg.steps} steps: reward {last.get('reward_mean', float('nan')):.3f}, "
-        f"outcome {last.get('outcome_mean', float('nan')):.3f}; see {cfg.output_dir}/"
-    )
-
-
-@app.command("serve-reward")
-def serve_reward_command(
-    env_id: str = typer.Argument(..., help="The env whose verifier scores the completions."),
-    host: str = typer.Option("127.0.0.1", help="Bind address (loopback by default)."),
-    port: int = typer.Option(5000, help="Port."),
-    workers: int = typer.Option(2, min=1, help="Episodes verified at once."),
-) -> None:
-    """OpenRLHF's remote reward protocol (--remote_rm_url http://HOST:PORT/get_reward)."""
-    from gymhub.registry import load_part, spec
-
-    _require_extra("serve", "fastapi", "uvicorn")
-    spec(env_id)
-    import uvicorn
-
-    from gymhub.scoring import CompletionScorer
-
-    app_factory = load_part("gymhub.trainers.openrlhf:create_reward_app")
-    scorer = CompletionScorer(env_id, workers=workers)
-    _serve_printing_url(uvicorn, app_factory(env_id, scorer=scorer), host, port, f"rewards of {env_id}")
-
-
-@app.command("openrlhf-agent")
-def openrlhf_agent_command(
-    env_id: str = typer.Argument(..., help="The env the agent acts in."),
-    tokenizer: str = typer.Option(..., help="The policy model's path (its chat template renders env turns)."),
-    output: Path = typer.Option(Path("gymhub_agent.py"), "-o", "--output", help="Agent file to write."),
-    data: Path | None = typer.Option(None, help="Also write the prompt dataset (JSONL) here."),
-    split: str = typer.Option("train", help="Split of the dataset."),
-) -> None:
-    """Write an OpenRLHF --agent_func_path file (and its prompt dataset) for an env."""
-    from gymhub.registry import load_part
-
-    output.write_text(load_part("gymhub.trainers.openrlhf:agent_file_source")(env_id, tokenizer))
-    out.print(f"wrote {output}")
-    if data is not None:
-        n = load_part("gymhub.trainers.openrlhf:write_dataset")(env_id, data, split)
-        out.print(f"wrote {data}: {n} prompts (--input_key prompt --label_key label --apply_chat_template)")
-
-
 @app.command("mcp")
 def mcp_command(
     env_id: str = typer.Argument(..., help="The env to serve."),
@@ -1042,7 +842,7 @@ def mcp_command(
 
     if transport not in ("stdio", "http"):
         raise GymhubError(f"unknown transport {transport!r}: use stdio or http")
-    _require_extra("envs", "fastmcp")
+    require_extra("envs", "fastmcp")
     if transport == "http":
         _check_bind(host, token)
         _check_listen(host, port)
@@ -1073,7 +873,7 @@ def export_command(
     if format not in EXPORTERS:
         raise GymhubError(f"--format must be one of {', '.join(sorted(EXPORTERS))}, not {format!r}")
     if format == "parquet":
-        _require_extra("export", "pyarrow")
+        require_extra("export", "pyarrow")
     target = _check_out_path(out_path)
     store = open_store(db, create=False)
     try:
@@ -1083,6 +883,14 @@ def export_command(
         store.close()
     count = EXPORTERS[format](trajectories, target)
     err.print(f"wrote {count} trajectories to {target}", soft_wrap=True)
+
+
+class StoredRun(RunHeadline):
+    """``gymhub runs --json``: one run and how much of it is stored."""
+
+    expected: int
+    stored: int
+    errored: int
 
 
 @app.command("runs")
@@ -1099,24 +907,24 @@ def runs_command(
         counts = store.run_counts()
     finally:
         store.close()
-    rows: list[dict[str, Any]] = [
-        {
-            "run_id": r.id,
-            "env_id": r.env_id,
-            "policy": r.policy,
-            "split": r.split,
-            "tasks": len(r.task_ids),
-            "group_size": r.group_size,
-            "expected": len(r.task_ids) * r.group_size,
-            "stored": counts.get(r.id, (0, 0))[0],
-            "errored": counts.get(r.id, (0, 0))[1],
-        }
+    rows = [
+        StoredRun(
+            run_id=r.id,
+            env_id=r.env_id,
+            policy=r.policy,
+            split=r.split,
+            tasks=len(r.task_ids),
+            group_size=r.group_size,
+            expected=len(r.task_ids) * r.group_size,
+            stored=counts.get(r.id, (0, 0))[0],
+            errored=counts.get(r.id, (0, 0))[1],
+        )
         for r in runs
     ]
     if as_json:
-        _emit_json(rows)
+        emit_json([row.model_dump() for row in rows])
         return
-    run_width = max((len(row["run_id"]) for row in rows), default=3)
+    run_width = max((len(row.run_id) for row in rows), default=3)
     table = Table(
         Column("run", no_wrap=True, min_width=run_width, overflow="fold"),  # never cut to "…"
         "env",
@@ -1129,13 +937,13 @@ def runs_command(
     )
     for row in rows:
         table.add_row(
-            row["run_id"],
-            row["env_id"],
-            row["policy"],
-            row["split"],
-            f"{row['tasks']} × {row['group_size']}",
-            f"{row['stored']}/{row['expected']}",
-            str(row["errored"]),
+            row.run_id,
+            row.env_id,
+            row.policy,
+            row.split,
+            f"{row.tasks} × {row.group_size}",
+            f"{row.stored}/{row.expected}",
+            str(row.errored),
         )
     out.print(table)
 

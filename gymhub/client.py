@@ -15,13 +15,16 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+from pydantic import BaseModel, ValidationError
 
 from gymhub.env import TextSpace
 from gymhub.errors import BadAction, EpisodeOver, GymhubError
-from gymhub.types import Message, Verdict
+from gymhub.types import Message, SessionStarted, StepResult, Verdict
+
+Answer = TypeVar("Answer", bound=BaseModel)
 
 
 class ServerUnreachable(GymhubError, ConnectionError):
@@ -71,20 +74,22 @@ class RemoteEnv:
         self.observation_space = TextSpace(100_000)
         self.action_space = TextSpace(1_000_000)
 
+    def _session_body(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
+        """What ``POST /sessions`` takes (gymhub.server's ``CreateSession``)."""
+        task_id = (options or {}).get("task_id")
+        return {"env_id": self.env_id, "seed": seed, "task_id": task_id, "kwargs": self.env_kwargs}
+
     # ------------------------------------------------------------ sync
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         self._drop_session()
-        body = {
-            "env_id": self.env_id,
-            "seed": seed,
-            "task_id": (options or {}).get("task_id"),
-            "kwargs": self.env_kwargs,
-        }
-        data = _checked(_send(self.base_url, lambda: self._http.post("/sessions", json=body)))
-        self.session_id = _field(data, "session_id")
-        return _field(data, "observation"), _field(data, "info")
+        body = self._session_body(seed, options)
+        started = _answer(
+            _send(self.base_url, lambda: self._http.post("/sessions", json=body)), SessionStarted
+        )
+        self.session_id = started.session_id
+        return started.observation, started.info
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.session_id is None:
@@ -115,15 +120,11 @@ class RemoteEnv:
         if self.session_id is not None:
             sid, self.session_id = self.session_id, None
             await _asend(self.base_url, lambda: self._async().delete(f"/sessions/{sid}"))
-        body = {
-            "env_id": self.env_id,
-            "seed": seed,
-            "task_id": (options or {}).get("task_id"),
-            "kwargs": self.env_kwargs,
-        }
-        data = _checked(await _asend(self.base_url, lambda: self._async().post("/sessions", json=body)))
-        self.session_id = _field(data, "session_id")
-        return _field(data, "observation"), _field(data, "info")
+        body = self._session_body(seed, options)
+        response = await _asend(self.base_url, lambda: self._async().post("/sessions", json=body))
+        started = _answer(response, SessionStarted)
+        self.session_id = started.session_id
+        return started.observation, started.info
 
     async def astep(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.session_id is None:
@@ -172,21 +173,23 @@ def _checked(response: httpx.Response) -> Any:
     return data
 
 
-def _field(data: dict[str, Any], name: str) -> Any:
-    if name not in data:
-        raise RemoteError(f"the server's answer has no {name!r}: {json.dumps(data)[:200]}")
-    return data[name]
+def _answer(response: httpx.Response, model: type[Answer]) -> Answer:
+    """The server's answer read through its model; a missing or mistyped field is a RemoteError."""
+    data = _checked(response)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(p) for p in problem["loc"])
+        raise RemoteError(
+            f"the server's answer is not a {model.__name__} ({where}: {problem['msg']}): "
+            f"{json.dumps(data)[:200]}"
+        ) from None
 
 
 def _step_result(response: httpx.Response) -> tuple[str, float, bool, bool, dict[str, Any]]:
-    data = _checked(response)
-    info = _field(data, "info")
-    if isinstance(info, dict) and isinstance(info.get("verdict"), dict):
+    result = _answer(response, StepResult)
+    info = dict(result.info)
+    if isinstance(info.get("verdict"), dict):
         info["verdict"] = Verdict.model_validate(info["verdict"])
-    return (
-        _field(data, "observation"),
-        _field(data, "reward"),
-        _field(data, "terminated"),
-        _field(data, "truncated"),
-        info,
-    )
+    return result.observation, result.reward, result.terminated, result.truncated, info

@@ -5,24 +5,12 @@ twin (``areset``, ``astep``, ``aclose``) that the rollout engine uses for concur
 methods run the async ones on a private event loop, so one env instance is driven either
 sync or async, not both at once.
 
-Contract (checked for every registered env by :func:`gymhub.check_env`):
-
-* ``reset(seed=None, options={"task_id": ...})`` -> ``(observation, info)``. The observation
-  is the task prompt. ``info`` holds ``task_id``, ``tools`` (OpenAI tools schema) and
-  ``messages`` (the chat so far). The same seed, or the same task id, gives the same task
-  and the same initial state, byte for byte. The task's hidden part is never in either.
-* ``step(action)`` -> ``(observation, reward, terminated, truncated, info)``. The action is
-  the model's message: a string, a dict in OpenAI format, or a :class:`~gymhub.types.Message`,
-  possibly with tool calls. The observation is the environment's reply, and
-  ``info["messages"]`` holds it as chat messages. Reward is 0 until the episode ends; then
-  the verifier runs on the final state, ``info["verdict"]`` carries the
-  :class:`~gymhub.types.Verdict` and the reward is ``outcome + beta * path_signal``.
-* ``terminated`` means the task reached an end the agent chose (it submitted); ``truncated``
-  means the turn limit cut it off. Either way the verdict is computed.
-* A bad action — malformed tool call, unknown tool, non-UTF-8 bytes, a message over
-  ``max_action_bytes`` — is answered with an error observation the model can recover from
-  and recorded for the ``invalid-action`` rule. It never raises.
-* ``step`` after the end raises :class:`~gymhub.errors.EpisodeOver`.
+The contract is stated once, in the docstrings of :meth:`Env.reset`, :meth:`Env.step` and
+:meth:`Env.close` (the async twins keep it), and checked for every registered env by
+:func:`gymhub.check_env`. In short: the same seed or task id gives the same task and initial
+state, byte for byte; the hidden part of a task is never shown; reward is 0 until the episode
+ends, when the verifier reads the final state and ``info["verdict"]`` carries the
+:class:`~gymhub.types.Verdict`; a bad action is answered, never raised.
 
 Subclasses implement :meth:`load_tasks`, :meth:`tools`, :meth:`start_episode`,
 :meth:`on_action`, :meth:`final_state` and :meth:`make_verifier`.
@@ -32,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import gymnasium
 from gymnasium import spaces
@@ -48,6 +36,7 @@ from gymhub.types import (
     Trajectory,
     Turn,
     Verdict,
+    combined_reward,
     state_fingerprint,
 )
 
@@ -67,8 +56,16 @@ class TextSpace(spaces.Text):
         return f"TextSpace({self.max_length})"
 
 
+@runtime_checkable
 class Verifier(Protocol):
-    """What an env needs from its verifier (the full protocol lives in ``gymhub.verifiers``)."""
+    """Scores an episode: ``verify(task, final_state, trajectory) -> Verdict``, pure and
+    deterministic (``gymhub.verifiers`` re-exports it, with ``BaseVerifier``).
+
+    A verifier reads the final state (never what the agent claims), evaluates its RLVP rules
+    over the trajectory's steps, and returns a :class:`~gymhub.types.Verdict` whose digest
+    hashes its inputs and result. Run twice on the same inputs it returns byte-identical
+    verdicts. ``id`` and ``version`` name it in every verdict.
+    """
 
     id: str
     version: str
@@ -191,6 +188,7 @@ class Env(gymnasium.Env[str, Any]):
     async def areset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
+        """The async twin of :meth:`reset` (what the rollout engine awaits); same contract."""
         super().reset(seed=seed)
         options = options or {}
         if "task_id" in options:
@@ -221,6 +219,7 @@ class Env(gymnasium.Env[str, Any]):
         return [*head, Message(role="user", content=task.prompt)]
 
     async def astep(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """The async twin of :meth:`step` (what the rollout engine awaits); same contract."""
         ep = self._episode
         if ep is None:
             raise EpisodeOver("step() before reset(): call reset() to start an episode")
@@ -254,7 +253,7 @@ class Env(gymnasium.Env[str, Any]):
             ep.done = True
             verdict = await self._verify(ep)
             info["verdict"] = verdict
-            reward = verdict.outcome + self.reward_config.beta * verdict.path_signal
+            reward = combined_reward(verdict.outcome, verdict.path_signal, self.reward_config.beta)
             await self.end_episode()
         observation = "\n".join(m.content for m in reply_messages)
         return observation, reward, terminated, truncated, info
@@ -268,6 +267,7 @@ class Env(gymnasium.Env[str, Any]):
         return await self.astep(action)
 
     async def aclose(self) -> None:
+        """The async twin of :meth:`close`, less the event loop (which stays for reuse)."""
         if self._episode is not None and not self._episode.done:
             await self.end_episode()
         self._episode = None
@@ -276,22 +276,66 @@ class Env(gymnasium.Env[str, Any]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        return self._run(self.areset(seed=seed, options=options))
+        """Start a new episode: pick a task and bring the env to its pristine initial state.
+
+        Args:
+            seed: seeds the env's random generator (``self.np_random``), which picks the task
+                when ``options`` names none. The same seed gives the same task and the same
+                initial state, byte for byte, on any machine.
+            options: ``{"task_id": ID}`` plays that task (of either split); the same task id
+                gives the same initial state. Without it, a task of ``self.split`` is drawn.
+
+        Returns:
+            observation (str): the task prompt.
+            info (dict): ``task_id``, ``env_id``, ``split``, ``tools`` (the OpenAI tools
+            schema offered to the model) and ``messages`` (the chat so far, OpenAI format:
+            an optional system prompt and the prompt). The task's hidden part is in neither.
+
+        Raises:
+            UnknownTask: ``options["task_id"]`` is not in this env's task set.
+        """
+        return self.run_sync(self.areset(seed=seed, options=options))
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        return self._run(self.astep(action))
+        """Answer one action of the model; at the end of the episode, verify it.
+
+        Args:
+            action: the model's message: text, a dict in OpenAI format, or a
+                :class:`~gymhub.types.Message`, possibly with tool calls. A bad action
+                (malformed tool call, unknown tool, non-UTF-8 bytes, over
+                ``max_action_bytes``) is answered with an error observation the model can
+                recover from and recorded for the ``invalid-action`` rule; it never raises.
+
+        Returns:
+            observation (str): the environment's reply (tool results, messages) as text.
+            reward (float): 0 until the episode ends; then ``O + β·Φ`` of the verdict
+            (:func:`~gymhub.types.combined_reward`, β from ``self.reward_config``).
+            terminated (bool): the task reached an end the agent chose (it submitted).
+            truncated (bool): the turn limit (``max_turns``) or :meth:`finish` cut it off.
+            info (dict): ``task_id``, ``messages`` (the reply as chat messages) and, when
+            the episode ends either way, ``verdict``: the :class:`~gymhub.types.Verdict`
+            the verifier read from the final state.
+
+        Raises:
+            EpisodeOver: called before :meth:`reset` or after the episode ended.
+        """
+        return self.run_sync(self.astep(action))
 
     def finish(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        return self._run(self.afinish(action))
+        """:meth:`step` ``action`` as the episode's last (see :meth:`afinish`)."""
+        return self.run_sync(self.afinish(action))
 
     def close(self) -> None:
+        """End the episode, if one is running, and release the env's resources (its sandbox,
+        its event loop). The env may be reset again afterwards."""
         if self._episode is not None:
-            self._run(self.aclose())
+            self.run_sync(self.aclose())
         if self._loop is not None:
             self._loop.close()
             self._loop = None
 
-    def _run(self, coro: Any) -> Any:
+    def run_sync(self, coro: Any) -> Any:
+        """Run a coroutine of this env on its private event loop (how the sync methods run)."""
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(coro)
@@ -314,7 +358,7 @@ class Env(gymnasium.Env[str, Any]):
 
     def initial_state_fingerprint(self) -> str:
         """A hash of the state right after reset (what ``check_env`` compares)."""
-        return state_fingerprint(self._run(self.final_state()))
+        return state_fingerprint(self.run_sync(self.final_state()))
 
     @property
     def bad_action_steps(self) -> list[int]:

@@ -102,10 +102,22 @@ def check_env(
     check_blind_floor: bool = True,
     blind_tasks_per_split: int = 20,
 ) -> None:
-    """Raise :class:`EnvContractError` listing every way ``env`` breaks the contract.
+    """Check ``env`` against the contract of :class:`gymhub.Env`; return if it holds.
 
-    ``check_blind_floor=False`` skips the blind-policy floor (for a quick API-only check); an
-    env whose spec says ``outcome: format-only`` is exempt from it.
+    Args:
+        env: an env, driven through its public sync API only (``reset``, ``step``,
+            ``observation_space``; ``get_task`` and ``all_tasks`` where it has them), so a
+            :class:`gymhub.client.RemoteEnv` can be checked too.
+        seed: the seed of the reset-determinism checks and of the blind-floor task sample.
+        check_bad_actions: answer a malformed tool call, an unknown tool, non-UTF-8 bytes and
+            a 10 MB string with an error observation, never an exception.
+        check_blind_floor: no blind policy may average above the floor on either split
+            (``False`` for a quick API-only check); an env whose spec says
+            ``outcome: format-only`` or ``shaped`` is exempt.
+        blind_tasks_per_split: how many tasks per split the blind policies play.
+
+    Raises:
+        EnvContractError: listing every way ``env`` breaks the contract, not only the first.
     """
     problems: list[str] = []
     obs1, info1 = env.reset(seed=seed)

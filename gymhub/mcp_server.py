@@ -23,7 +23,6 @@ every gymhub env; calling a tool with no episode started is an MCP tool error.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from gymhub.env import Env
 from gymhub.errors import EpisodeOver, GymhubError
 from gymhub.registry import make
+from gymhub.tool_calls import tool_call_message
+from gymhub.types import Message
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -60,7 +61,7 @@ class McpEpisode:
             self.active = True
             return {"task_id": info["task_id"], "prompt": prompt, "messages": info["messages"]}
 
-    async def act(self, message: dict[str, Any], *, final: bool = False) -> dict[str, Any]:
+    async def act(self, message: Message, *, final: bool = False) -> dict[str, Any]:
         async with self.lock:
             if not self.active:
                 raise EpisodeOver("no episode is running: call reset first")
@@ -75,9 +76,7 @@ class McpEpisode:
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         self.calls += 1
-        call = {"id": f"mcp_{self.calls}", "type": "function"}
-        call["function"] = {"name": name, "arguments": json.dumps(arguments)}  # type: ignore[assignment]
-        return await self.act({"role": "assistant", "content": "", "tool_calls": [call]})
+        return await self.act(tool_call_message((f"mcp_{self.calls}", name, arguments)))
 
 
 class McpEpisodes:
@@ -207,7 +206,7 @@ def build_mcp_server(env_id: str, *, token: str | None = None, **env_kwargs: Any
         async def submit(answer: str = "", episode_id: str | None = None) -> dict[str, Any]:
             """End the episode with a final answer and get the verifier's verdict."""
             episode = await current(episode_id)
-            return await guarded(episode.act({"role": "assistant", "content": answer}, final=True))
+            return await guarded(episode.act(Message(role="assistant", content=answer), final=True))
 
     class EnvTool(Tool):
         async def run(self, arguments: dict[str, Any]) -> ToolResult:

@@ -156,12 +156,18 @@ def spec(id: str) -> EnvSpec:
 
 
 def load_part(target: str) -> Any:
-    """Import ``"module:attr"`` — how core reaches a part without importing it by name."""
+    """Import ``"module:attr"`` (``attr`` may be dotted: ``"module:Class.factory"``) — the one
+    loader, how core reaches a part (env, policy, sandbox backend) without importing it by name."""
     module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise GymhubError(f"cannot load {target!r}: write it as 'package.module:attribute'")
     try:
-        return getattr(importlib.import_module(module_name), attr)
+        found: Any = importlib.import_module(module_name)
+        for name in attr.split("."):
+            found = getattr(found, name)
     except (ImportError, AttributeError) as exc:
         raise GymhubError(f"cannot load {target!r} ({exc}); is the part installed?") from exc
+    return found
 
 
 def load_probes(id: str) -> list[Any]:

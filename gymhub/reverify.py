@@ -10,6 +10,7 @@ import asyncio
 from dataclasses import dataclass
 
 from gymhub.env import Env
+from gymhub.episodes import replay_actions
 from gymhub.registry import make
 from gymhub.types import Trajectory, Verdict
 
@@ -37,14 +38,9 @@ class ReverifyResult:
 
 
 async def replay(env: Env, trajectory: Trajectory) -> Verdict | None:
-    """Feed the trajectory's actions to ``env`` and return the verdict at the end."""
-    await env.areset(seed=trajectory.seed, options={"task_id": trajectory.task_id})
-    for action in trajectory.actions():
-        _, _, terminated, truncated, info = await env.astep(action)
-        if terminated or truncated:
-            verdict: Verdict = info["verdict"]
-            return verdict
-    return None
+    """Feed the trajectory's actions to ``env``, seeded as it was, and return the verdict at
+    the end; None if they no longer end the episode (see :func:`replay_actions`)."""
+    return await replay_actions(env, trajectory.task_id, trajectory.actions(), seed=trajectory.seed)
 
 
 def reverify(trajectories: list[Trajectory]) -> list[ReverifyResult]:

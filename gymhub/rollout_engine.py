@@ -11,19 +11,19 @@ dropped.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from gymhub.env import Env, message_from_openai
+from gymhub.env import Env
+from gymhub.episodes import EpisodeBackend, EpisodeRunner, run_episode
 from gymhub.errors import GymhubError, StoreError
-from gymhub.registry import make
-from gymhub.types import RewardConfig, Task, Trajectory, TrajectoryGroup, Turn, content_hash
+from gymhub.registry import load_part, make
+from gymhub.types import RewardConfig, Task, Trajectory, TrajectoryGroup, content_hash
 
 if TYPE_CHECKING:
-    from gymhub.policies.base import Policy, PolicyReply
+    from gymhub.policies.base import Policy
     from gymhub.store.store import TrajectoryStore
 
 
@@ -188,8 +188,6 @@ def plan_run(
 def check_sandbox_backend(backend: str | None) -> None:
     if backend is None:
         return
-    from gymhub.registry import load_part
-
     known = load_part("gymhub.sandboxes:BACKENDS")
     if backend not in known:
         raise GymhubError(f"unknown sandbox backend {backend!r}: use one of {', '.join(sorted(known))}")
@@ -226,19 +224,14 @@ async def arollout(
     resume: bool = False,
     plan: RunPlan | None = None,
 ) -> AsyncIterator[TrajectoryGroup]:
-    """Yield one TrajectoryGroup per task as soon as its G trajectories are done.
+    """Yield one TrajectoryGroup per task as soon as its G trajectories are done; the
+    arguments are :func:`rollout`'s.
 
-    Defaults: every task of the ``"train"`` split, G = 1, seed 0. With ``store``, the run
-    ``run_id`` (a new id when omitted) is recorded first and every trajectory is committed as
-    it finishes; ``resume=True`` continues a stored run (see :func:`plan_run`). ``plan``: a
-    :func:`plan_run` result already made (the CLI prints it first); it replaces the arguments.
-
-    ``backend`` runs the episodes: ``"local"`` (env instances in this process) or ``"ray"`` /
-    a :class:`gymhub.ray_backend.RayBackend` (env workers as Ray actors). Either way the
-    trajectories come back here, where they are stored and grouped.
+    With ``store``, the run is recorded before the first episode (:func:`plan_run`) and each
+    trajectory is committed as it finishes. Whatever the backend, the trajectories come back
+    here, where they are stored and grouped.
     """
-    if isinstance(backend, str) and backend not in ("local", "ray"):
-        raise GymhubError(f"unknown rollout backend {backend!r}: use local or ray")
+    episode_backend = rollout_backend(backend) if isinstance(backend, str) else backend
     if plan is None:
         plan = plan_run(
             env_id,
@@ -263,11 +256,6 @@ async def arollout(
         plan.seed,
     )
     skip = set(plan.skip)
-    if backend == "ray":
-        from gymhub.ray_backend import RayBackend
-
-        backend = RayBackend()
-    episode_backend = backend if not isinstance(backend, str) else LocalBackend()
     runners = await episode_backend.start(env_id, env_kwargs, policy, concurrency)
     jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
     pending: dict[str, int] = {}
@@ -313,24 +301,6 @@ async def arollout(
         await episode_backend.stop(runners)
 
 
-class EpisodeRunner(Protocol):
-    """Plays episodes one at a time: one env instance (local) or one env worker (Ray)."""
-
-    async def run(self, task: Task, sample_index: int, seed: int, run_id: str) -> Trajectory: ...
-
-    async def aclose(self) -> None: ...
-
-
-class EpisodeBackend(Protocol):
-    """Where episodes run; the engine stores and groups what comes back."""
-
-    async def start(
-        self, env_id: str, env_kwargs: dict[str, Any], policy: Policy | str, concurrency: int
-    ) -> list[EpisodeRunner]: ...
-
-    async def stop(self, runners: list[EpisodeRunner]) -> None: ...
-
-
 @dataclass
 class LocalRunner:
     env: Env
@@ -364,8 +334,34 @@ class LocalBackend:
             await self._policy.aclose()
 
 
+# rollout backend name -> factory; "ray" loads only when used (Ray is an extra)
+def _local_backend(address: str | None = None, **_: Any) -> EpisodeBackend:
+    if address is not None:
+        raise GymhubError("an address applies to the ray rollout backend only")
+    return LocalBackend()
+
+
+def _ray_backend(address: str | None = None, **options: Any) -> EpisodeBackend:
+    backend: EpisodeBackend = load_part("gymhub.ray_backend:RayBackend")(address, **options)
+    return backend
+
+
+# name -> factory(address=None, **backend options): the one map from backend names to backends
+ROLLOUT_BACKENDS: dict[str, Callable[..., EpisodeBackend]] = {"local": _local_backend, "ray": _ray_backend}
+
+
+def rollout_backend(name: str, address: str | None = None, **options: Any) -> EpisodeBackend:
+    """A new episode backend of the name registered in :data:`ROLLOUT_BACKENDS`; ``address``
+    (a Ray cluster's) and ``options`` go to its constructor."""
+    if name not in ROLLOUT_BACKENDS:
+        raise GymhubError(f"unknown rollout backend {name!r}: use one of {', '.join(ROLLOUT_BACKENDS)}")
+    return ROLLOUT_BACKENDS[name](address, **options)
+
+
 async def _next_result(done: asyncio.Queue[Trajectory], workers: list[asyncio.Task[None]]) -> Trajectory:
     """The next finished trajectory; re-raises a worker's crash instead of hanging."""
+    if not done.empty():  # one is waiting (episodes of a batch end together): no need to watch
+        return done.get_nowait()
     getter = asyncio.ensure_future(done.get())
     while True:
         finished, _ = await asyncio.wait([getter, *workers], return_when=asyncio.FIRST_COMPLETED)
@@ -378,108 +374,53 @@ async def _next_result(done: asyncio.Queue[Trajectory], workers: list[asyncio.Ta
         workers = [w for w in workers if not w.done()]
 
 
-async def run_episode(
-    env: Env, policy: Policy, task: Task, sample_index: int, seed: int, run_id: str
-) -> Trajectory:
-    """Play one episode; failures become an errored trajectory with the reason."""
-    start = time.perf_counter()
-    turns: list[Turn] = []
-    base: dict[str, Any] = {
-        "id": content_hash({"run": run_id, "task": task.id, "k": sample_index}),
-        "task_id": task.id,
-        "env_id": env.env_id,
-        "sample_index": sample_index,
-        "policy": policy.id,
-        "seed": seed,
-        "env_version": env.version,
-        "verifier_version": env.verifier.version,
-    }
-    timings = {"policy_s": 0.0, "env_s": 0.0}
-    try:
-        episode_policy = policy.for_episode(task)
-        t0 = time.perf_counter()
-        _, info = await env.areset(seed=seed, options={"task_id": task.id})
-        timings["env_s"] += time.perf_counter() - t0
-        messages = [message_from_openai(m) for m in info["messages"]]
-        tools = info["tools"]
-        turns.append(Turn(source="env", messages=tuple(messages)))
-        context: list[int] | None = []  # the episode's token ids so far; None once inconsistent
-        for turn_index in range(10_000):
-            t0 = time.perf_counter()
-            reply = await episode_policy.act(messages, tools, seed=seed + turn_index)
-            timings["policy_s"] += time.perf_counter() - t0
-            context = _attach_env_tokens(turns, context, reply)
-            turns.append(_policy_turn(reply))
-            t0 = time.perf_counter()
-            _, _, terminated, truncated, step_info = await env.astep(reply.message)
-            timings["env_s"] += time.perf_counter() - t0
-            replies = [message_from_openai(m) for m in step_info["messages"]]
-            turns.append(Turn(source="env", messages=tuple(replies)))
-            messages = [*messages, reply.message, *replies]
-            if terminated or truncated:
-                timings["total_s"] = time.perf_counter() - start
-                return Trajectory(
-                    **base,
-                    turns=tuple(turns),
-                    verdict=step_info["verdict"],
-                    truncated=truncated,
-                    timings=timings,
-                )
-        raise GymhubError("episode did not end within 10000 turns")
-    except Exception as exc:  # the rollout goes on; the failure is recorded, not dropped
-        await _recover(env)
-        timings["total_s"] = time.perf_counter() - start
-        return Trajectory(
-            **base,
-            turns=tuple(turns),
-            status="errored",
-            error=f"{type(exc).__name__}: {exc}"[:2000],
-            timings=timings,
-        )
+def rollout(
+    env_id: str,
+    policy: Policy | str,
+    *,
+    tasks: int | Iterable[str | Task] | None = None,
+    group_size: int | None = None,
+    concurrency: int = 1,
+    store: TrajectoryStore | None = None,
+    run_id: str | None = None,
+    split: str | None = None,
+    seed: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    skip: set[tuple[str, int]] | None = None,
+    on_trajectory: Callable[[Trajectory], None] | None = None,
+    backend: str | EpisodeBackend = "local",
+    resume: bool = False,
+    plan: RunPlan | None = None,
+) -> list[TrajectoryGroup]:
+    """Roll ``policy`` out on env ``env_id``: G scored trajectories per task, grouped.
 
+    Args:
+        env_id: a registered env id (``gymhub.list_envs()``).
+        policy: a :class:`~gymhub.policies.base.Policy`, or its spec: ``"reference"``,
+            ``"openai:URL#model"``, ``"hf:PATH"``, ``"blind:KIND"``.
+        tasks: ``None`` for every task of the split, ``N`` for the first N, or task ids / tasks.
+        group_size: G, the samples per task (default 1).
+        concurrency: how many episodes run at once (one env instance each).
+        store: a :class:`~gymhub.store.store.TrajectoryStore`; every trajectory is committed to
+            it as it finishes, under run ``run_id`` (a new id when omitted).
+        split: ``"train"`` (default) or ``"eval"``.
+        seed: the run seed (default 0); each episode's seed derives from it (:func:`episode_seed`).
+        env_kwargs: overrides of the env's spec (e.g. ``{"sandbox": "docker"}``).
+        skip: ``(task_id, sample_index)`` pairs not to play.
+        on_trajectory: called with each trajectory as it finishes.
+        backend: a name in :data:`ROLLOUT_BACKENDS` (``"local"``, ``"ray"``) or an episode backend.
+        resume: continue the stored run ``run_id``, playing only what the store lacks.
+        plan: a :func:`plan_run` result made beforehand; it replaces the arguments it settles.
 
-def _attach_env_tokens(turns: list[Turn], context: list[int] | None, reply: PolicyReply) -> list[int] | None:
-    """Token in, token out: give the env turn before ``reply`` the ids the policy appended.
-
-    A policy that reports its prompt ids and keeps its context (the hf policy) sends, at turn
-    k+1, a prompt that starts with turn k's prompt and sampled ids; what follows them is the
-    env's reply as tokens. A policy that re-renders its prompt breaks that, and then the
-    trajectory simply has no token-level record (``context`` becomes None).
+    Returns:
+        One :class:`~gymhub.types.TrajectoryGroup` per task, with rewards and advantages from
+        the env's :class:`~gymhub.types.RewardConfig`. A failed episode is an ``errored``
+        trajectory in its group, never dropped. :func:`arollout` streams the same groups.
     """
-    prompt = reply.prompt_token_ids
-    if context is None or prompt is None or not reply.token_ids:
-        return None
-    if prompt[: len(context)] != tuple(context):
-        return None
-    delta = prompt[len(context) :]
-    turns[-1] = turns[-1].model_copy(update={"token_ids": tuple(delta), "loss_mask": (0,) * len(delta)})
-    return [*prompt, *reply.token_ids]
 
-
-def _policy_turn(reply: PolicyReply) -> Turn:
-    ids = reply.token_ids
-    return Turn(
-        source="policy",
-        messages=(reply.message,),
-        token_ids=ids,
-        logprobs=reply.logprobs,
-        prompt_token_ids=reply.prompt_token_ids,
-        loss_mask=(1,) * len(ids),
-        timings=reply.timings,
-    )
-
-
-async def _recover(env: Env) -> None:
-    try:
-        await env.aclose()
-    except Exception:  # the env is reset on its next episode anyway
-        pass
-
-
-def rollout(env_id: str, policy: Policy | str, **kwargs: Any) -> list[TrajectoryGroup]:
-    """Synchronous facade of :func:`arollout`: runs it to the end and returns every group."""
+    groups = arollout(**locals())  # every argument above, passed on as given
 
     async def collect() -> list[TrajectoryGroup]:
-        return [group async for group in arollout(env_id, policy, **kwargs)]
+        return [group async for group in groups]
 
     return asyncio.run(collect())

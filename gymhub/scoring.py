@@ -2,9 +2,10 @@
 
 Trainers that generate on their own (TRL, verl, OpenRLHF) hand gymhub a task id and what the
 model wrote; :class:`CompletionScorer` replays it as the episode's actions in a fresh episode
-of the env and returns the verifier's :class:`~gymhub.types.Verdict` — read from the final
-state, as always, never from what the completion claims. The last action is stepped with
-:meth:`~gymhub.env.Env.finish`, so a completion that never "submits" still gets a verdict.
+of the env (:func:`~gymhub.episodes.replay_actions`) and returns the verifier's
+:class:`~gymhub.types.Verdict` — read from the final state, as always, never from what the
+completion claims. The last action ends the episode (:meth:`~gymhub.env.Env.afinish`), so a
+completion that never "submits" still gets a verdict.
 Verdicts are cached by (task, actions): two reward functions for one completion (the outcome
 and the path signal) share one verification. Envs are pooled, one per worker thread.
 """
@@ -19,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gymhub.env import Env, coerce_action
+from gymhub.episodes import replay_actions
 from gymhub.errors import GymhubError
 from gymhub.registry import make
 from gymhub.types import Message, Verdict, canonical_json
@@ -94,16 +96,16 @@ class CompletionScorer:
     def _replay(self, task_id: str, actions: list[Message]) -> Verdict:
         env = self._take_env()
         try:
-            env.reset(options={"task_id": task_id})
-            for i, action in enumerate(actions):
-                last = i == len(actions) - 1  # the episode ends with the completion, whatever it says
-                _, _, terminated, truncated, info = env.finish(action) if last else env.step(action)
-                if terminated or truncated:
-                    verdict: Verdict = info["verdict"]
-                    return verdict
-            raise GymhubError("the episode did not end after the completion's actions")  # pragma: no cover
+            # the episode ends with the completion, whatever it says; a fixed seed, so the
+            # same completion always replays the same episode
+            verdict: Verdict | None = env.run_sync(
+                replay_actions(env, task_id, actions, seed=0, end_with_last=True)
+            )
         finally:
             self._envs.put(env)
+        if verdict is None:  # pragma: no cover - end_with_last: the last action ends the episode
+            raise GymhubError("the episode did not end after the completion's actions")
+        return verdict
 
     def score_many(self, items: Sequence[tuple[str, Completion]]) -> list[Verdict]:
         """Verdicts for many pairs, in order, on up to ``workers`` envs at once."""

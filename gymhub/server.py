@@ -33,8 +33,16 @@ from starlette.routing import Match
 
 from gymhub.env import Env
 from gymhub.errors import EpisodeOver, GymhubError
-from gymhub.registry import list_envs, make, spec
-from gymhub.types import Trajectory, Verdict
+from gymhub.registry import EnvSpec, list_envs, make, spec
+from gymhub.types import (
+    ServerHealth,
+    SessionClosed,
+    SessionStarted,
+    SessionState,
+    StepResult,
+    Trajectory,
+    Verdict,
+)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -142,13 +150,6 @@ class Session:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-def _jsonable(info: dict[str, Any]) -> dict[str, Any]:
-    out = dict(info)
-    if isinstance(out.get("verdict"), Verdict):
-        out["verdict"] = out["verdict"].model_dump(mode="json")
-    return out
-
-
 def create_app(
     env_ids: list[str] | None = None,
     *,
@@ -232,21 +233,21 @@ def create_app(
         return found
 
     @app.get("/healthz", responses=_errors())
-    async def healthz() -> dict[str, Any]:
-        return {"status": "ok", "sessions": len(sessions)}
+    async def healthz() -> ServerHealth:
+        return ServerHealth(sessions=len(sessions))
 
     @app.get("/envs", responses=_errors())
-    async def envs() -> list[dict[str, Any]]:
-        return [s.model_dump() for s in list_envs() if s.id in allowed]
+    async def envs() -> list[EnvSpec]:
+        return [s for s in list_envs() if s.id in allowed]
 
     @app.get("/envs/{env_id}", responses=_errors(404))
-    async def env_spec(env_id: str) -> dict[str, Any]:
+    async def env_spec(env_id: str) -> EnvSpec:
         if env_id not in allowed:
             raise HTTPException(404, f"env {env_id!r} is not served here")
-        return spec(env_id).model_dump()
+        return spec(env_id)
 
     @app.post("/sessions", responses=_errors(400, 404, 429))
-    async def create(body: CreateSession, client: str = Depends(client_of)) -> dict[str, Any]:
+    async def create(body: CreateSession, client: str = Depends(client_of)) -> SessionStarted:
         if body.env_id not in allowed:
             raise HTTPException(404, f"env {body.env_id!r} is not served here; see GET /envs")
         held = sum(1 for s in sessions.values() if s.client == client) + opening[client]
@@ -271,10 +272,10 @@ def create_app(
         finally:
             opening[client] -= 1
         metrics["sessions_created_total"] += 1
-        return {"session_id": sid, "observation": observation, "info": _jsonable(info)}
+        return SessionStarted(session_id=sid, observation=observation, info=info)
 
     @app.post("/sessions/{sid}/step", responses=_errors(400, 404, 409))
-    async def step(sid: str, body: StepRequest) -> dict[str, Any]:
+    async def step(sid: str, body: StepRequest) -> StepResult:
         s = session_of(sid)
         async with s.lock:
             if s.done:
@@ -295,35 +296,26 @@ def create_app(
             s.done = terminated or truncated
             s.last_used = time.monotonic()
         metrics["steps_total"] += 1
-        return {
-            "observation": observation,
-            "reward": reward,
-            "terminated": terminated,
-            "truncated": truncated,
-            "info": _jsonable(info),
-        }
+        return StepResult(
+            observation=observation, reward=reward, terminated=terminated, truncated=truncated, info=info
+        )
 
     @app.get("/sessions/{sid}", responses=_errors(404))
-    async def state(sid: str) -> dict[str, Any]:
+    async def state(sid: str) -> SessionState:
         s = session_of(sid)
-        return {
-            "session_id": sid,
-            "env_id": s.env_id,
-            "steps": s.steps,
-            "done": s.done,
-            "idle_s": round(time.monotonic() - s.last_used, 3),
-        }
+        idle_s = round(time.monotonic() - s.last_used, 3)
+        return SessionState(session_id=sid, env_id=s.env_id, steps=s.steps, done=s.done, idle_s=idle_s)
 
     @app.delete("/sessions/{sid}", responses=_errors(404))
-    async def close(sid: str) -> dict[str, Any]:
+    async def close(sid: str) -> SessionClosed:
         s = sessions.pop(sid, None)
         if s is None:
             raise HTTPException(404, f"no session {sid!r}")
         await s.env.aclose()
-        return {"closed": sid}
+        return SessionClosed(closed=sid)
 
     @app.post("/verify", responses=_errors(400, 404))
-    async def verify(body: VerifyRequest) -> dict[str, Any]:
+    async def verify(body: VerifyRequest) -> Verdict:
         from gymhub.reverify import replay
 
         t = body.trajectory
@@ -338,7 +330,7 @@ def create_app(
             await env.aclose()
         if verdict is None:
             raise HTTPException(400, "the trajectory's actions do not end the episode")
-        return verdict.model_dump(mode="json")
+        return verdict
 
     @app.get("/metrics", response_class=PlainTextResponse, responses=_errors())
     async def prometheus() -> str:

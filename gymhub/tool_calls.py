@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gymhub.errors import BadAction
-from gymhub.types import ToolCall
+from gymhub.types import Message, ToolCall
 
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _FENCED = re.compile(r"```(?:json|tool_call|tool)?\s*\n(.*?)```", re.DOTALL)
@@ -83,22 +83,23 @@ def reject_duplicate_tool_call_ids(calls: Sequence[ToolCall]) -> None:
         )
 
 
+def tool_call_message(*calls: tuple[str, str, dict[str, Any] | str]) -> Message:
+    """An assistant message asking for ``calls``, each ``(call id, tool name, arguments)``: the
+    arguments a dict (sent as JSON) or JSON text as it stands (malformed on purpose, in probes).
+    The one way a tool-call message is built; ``.to_openai()`` gives the chat-format dict that
+    scripted solutions and probes store."""
+    return Message(
+        role="assistant",
+        tool_calls=tuple(
+            ToolCall(id=call_id, name=name, arguments=args if isinstance(args, str) else json.dumps(args))
+            for call_id, name, args in calls
+        ),
+    )
+
+
 def scripted_tool_calls(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """One assistant message per ``(tool, arguments)``: how scripted solutions and probes are written."""
-    return [
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {
-                    "id": f"call_{i}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
-                }
-            ],
-        }
-        for i, (name, args) in enumerate(calls)
-    ]
+    return [tool_call_message((f"call_{i}", name, args)).to_openai() for i, (name, args) in enumerate(calls)]
 
 
 def tool_schema(

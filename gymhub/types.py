@@ -312,6 +312,12 @@ class Trajectory(_Frozen):
         return [m for t in self.turns if t.source == "policy" for m in t.messages]
 
 
+def combined_reward(outcome: float, path_signal: float, beta: float) -> float:
+    """``O + β·Φ``: the one place the two channels are added — raw for an episode's reward,
+    group-normalised for its advantage (:meth:`RewardConfig.combine`)."""
+    return outcome + beta * path_signal
+
+
 class RewardConfig(_Frozen):
     """How a group's verdicts become rewards and advantages.
 
@@ -338,9 +344,9 @@ class RewardConfig(_Frozen):
         """Return ``(rewards, advantages)``, one of each per verdict, in order."""
         outcomes = [v.outcome for v in group]
         signals = [v.path_signal for v in group]
-        rewards = [o + self.beta * p for o, p in zip(outcomes, signals, strict=True)]
+        rewards = [combined_reward(o, p, self.beta) for o, p in zip(outcomes, signals, strict=True)]
         norm_o, norm_p = self._normalise(outcomes), self._normalise(signals)
-        advantages = [o + self.beta * p for o, p in zip(norm_o, norm_p, strict=True)]
+        advantages = [combined_reward(o, p, self.beta) for o, p in zip(norm_o, norm_p, strict=True)]
         if self.clip is not None:
             advantages = [max(-self.clip, min(self.clip, a)) for a in advantages]
         return rewards, advantages
@@ -402,3 +408,49 @@ class TrajectoryGroup(_Frozen):
 
 
 _ERRORED = Verdict(outcome=0.0, verifier="none", verifier_version="0", error="no verdict")
+
+
+# ----------------------------------------------------------------- HTTP session answers
+# What ``gymhub serve`` answers (gymhub.server) and ``gymhub.client.RemoteEnv`` reads back.
+
+
+class SessionStarted(_Frozen):
+    """``POST /sessions``: the env was made and reset; ``observation`` is the task's prompt."""
+
+    session_id: str
+    observation: str
+    info: dict[str, JSON]
+
+
+class StepResult(_Frozen):
+    """``POST /sessions/{id}/step``: Gymnasium's five values, by name. At the end of the episode
+    ``info["verdict"]`` holds the :class:`Verdict`."""
+
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, JSON]
+
+
+class SessionState(_Frozen):
+    """``GET /sessions/{id}``: how far the session is, and how long it has been idle."""
+
+    session_id: str
+    env_id: str
+    steps: int
+    done: bool
+    idle_s: float
+
+
+class SessionClosed(_Frozen):
+    """``DELETE /sessions/{id}``: the session's env and sandbox are closed."""
+
+    closed: str
+
+
+class ServerHealth(_Frozen):
+    """``GET /healthz``."""
+
+    status: Literal["ok"] = "ok"
+    sessions: int

@@ -6,34 +6,29 @@ Backends are looked up by name in :data:`BACKENDS`, never through if-chains.
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from typing import Any
 
+from gymhub.errors import SandboxError
+from gymhub.registry import load_part
 from gymhub.sandboxes.base import ExecResult, FileEntry, Limits, Sandbox
 from gymhub.sandboxes.bwrap import BwrapSandbox
 from gymhub.sandboxes.local import LocalSandbox, UnsafeLocalSandbox
 
-# name -> class; "docker" loads lazily (the docker SDK is an extra)
-BACKENDS: dict[str, Any] = {
+# name -> factory taking the backend's options; "docker" loads lazily (the docker SDK is an extra)
+BACKENDS: dict[str, Callable[..., Sandbox]] = {
     "local": LocalSandbox,
     "local-unsafe": UnsafeLocalSandbox,
     "bwrap": BwrapSandbox,
-    "docker": "gymhub.sandboxes.docker_backend:DockerSandbox",
+    "docker": lambda **options: load_part("gymhub.sandboxes.docker_backend:DockerSandbox")(**options),
 }
 
 
 def create_sandbox(backend: str = "local", **options: Any) -> Sandbox:
     """Build a sandbox of the named backend."""
-    from gymhub.errors import SandboxError
-
-    try:
-        cls = BACKENDS[backend]
-    except KeyError:
-        raise SandboxError(f"unknown sandbox backend {backend!r}; known: {sorted(BACKENDS)}") from None
-    if isinstance(cls, str):
-        module_name, _, attr = cls.partition(":")
-        cls = getattr(importlib.import_module(module_name), attr)
-    return cls(**options)  # type: ignore[no-any-return,unused-ignore]
+    if backend not in BACKENDS:
+        raise SandboxError(f"unknown sandbox backend {backend!r}; known: {sorted(BACKENDS)}")
+    return BACKENDS[backend](**options)
 
 
 __all__ = [

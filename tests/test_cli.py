@@ -119,3 +119,20 @@ def test_summary_table_never_truncates_run_ids_and_runs_lists_them(tmp_path: Pat
     listed = run("runs", "--db", db)
     assert any(long_id in line for line in listed.stdout.splitlines())
     assert json.loads(run("runs", "--db", db, "--json").stdout)[0]["run_id"] == long_id
+
+
+def test_parts_add_their_commands_through_entry_points_loaded_only_when_used() -> None:
+    """`train`, `sandbox`, `bench`, ... come from the parts' `gymhub.cli` entry points; a core
+    command imports none of the parts' command modules."""
+    listed = run("--help").stdout
+    for name in ("bench", "sandbox", "train", "rlvp-report", "serve-reward", "openrlhf-agent"):
+        assert f" {name} " in listed, name
+    assert "grpo" in run("train", "--help").stdout
+    assert "local-unsafe" in run("sandbox", "check").stdout
+    code = (
+        "import atexit, sys; atexit.register(lambda: print(sorted(m for m in sys.modules "
+        "if m.startswith(('gymhub.trainers', 'gymhub.sandboxes.commands', 'gymhub.verifiers.commands')))));"
+        "from gymhub.cli import main; main(['list', '--ids'])"
+    )
+    core = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert core.stdout.strip().splitlines()[-1] == "[]"

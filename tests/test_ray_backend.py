@@ -47,6 +47,26 @@ def test_ray_verdicts_equal_the_local_backends(ray_instance: Any, env_id: str) -
     assert [g.advantages for g in on_ray] == [g.advantages for g in local]
 
 
+def test_a_policy_object_acts_in_the_driver_with_the_same_verdicts(ray_instance: Any) -> None:
+    """A Policy object (a trainer's generator) stays in the driver; the workers only run the env,
+    each reset and step a remote call. The verdicts are the local backend's."""
+    from gymhub.policies import make_policy
+
+    kwargs: dict[str, Any] = {"tasks": 3, "group_size": 2, "concurrency": 2, "seed": 3, "run_id": "driver"}
+    local = gymhub.rollout("code-python-v0", "reference", **kwargs)
+    backend = RayBackend()
+    on_ray = gymhub.rollout("code-python-v0", make_policy("reference"), backend=backend, **kwargs)
+    assert all(t.status == "ok" for g in on_ray for t in g.trajectories)
+    assert _digests(on_ray) == _digests(local)
+    assert len(backend.episodes) == 6 and all(e.finished for e in backend.episodes)
+    assert os.getpid() not in {e.worker_pid for e in backend.episodes}  # the envs ran in the actors
+
+
+def test_an_address_of_another_cluster_is_refused(ray_instance: Any) -> None:
+    with pytest.raises(gymhub.GymhubError, match="already connected to the Ray cluster"):
+        gymhub.rollout("toy-letters-v0", "reference", tasks=1, backend=RayBackend("127.0.0.1:1"))
+
+
 def test_a_killed_worker_loses_nothing_and_duplicates_nothing(ray_instance: Any, tmp_path: Path) -> None:
     store = open_store(str(tmp_path / "ray.db"))
     env = gymhub.make("code-python-v0")
@@ -75,15 +95,17 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(ray_instance: Any,
     deadline = time.monotonic() + 120
     while len(store.load_trajectories("r")) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
-    victim = backend.runners[0].actor
-    os.kill(ray.get(victim.pid.remote()), signal.SIGKILL)  # the worker dies, mid-episode or between
+    victim = backend.episodes[-1].worker_pid  # a live worker: it just finished an episode
+    os.kill(victim, signal.SIGKILL)  # the worker dies, mid-episode or between
     thread.join(300)
     assert not thread.is_alive()
     stored = store.load_trajectories("r")
     keys = [(t.task_id, t.sample_index) for t in stored]
     assert len(keys) == len(set(keys)) == 60  # every episode once: none lost, none twice
     assert all(t.status == "ok" and t.verdict.outcome == 1.0 for t in stored)
-    assert len(done) == 30 and backend.restarts >= 1
+    assert len(done) == 30 and backend.workers_lost >= 1
+    finished = [(e.task_id, e.sample_index) for e in backend.episodes if e.finished]
+    assert sorted(finished) == sorted(keys)  # a lost episode was played again, and counted once
     local = gymhub.rollout("code-python-v0", "reference", tasks=tasks, group_size=2, run_id="r")
     assert {(t.task_id, t.sample_index): t.verdict.digest for t in stored} == {
         k: v[0] for k, v in _digests(local).items()
@@ -120,4 +142,14 @@ def test_cli_backend_ray_stores_the_same_run(tmp_path: Path) -> None:
     assert ray_run["trajectories"] == local_run["trajectories"] == 6 and ray_run["errors"] == 0
     assert ray_run["mean_outcome"] == local_run["mean_outcome"] == 1.0
     bad = subprocess.run([*cli, "--backend", "spark"], capture_output=True, text=True)
-    assert bad.returncode != 0 and "--backend must be local or ray" in bad.stderr + bad.stdout
+    assert bad.returncode != 0 and "--backend must be one of local, ray" in bad.stderr + bad.stdout
+
+
+def test_grpo_config_names_a_cluster_only_with_the_ray_backend() -> None:
+    from gymhub.trainers.grpo import GRPOConfig
+
+    assert GRPOConfig(rollout_backend="ray", ray_address="head:6379").ray_address == "head:6379"
+    with pytest.raises(gymhub.GymhubError, match="use it with rollout_backend='ray'"):
+        GRPOConfig(ray_address="head:6379")
+    with pytest.raises(gymhub.GymhubError, match="rollout_backend must be local or ray"):
+        GRPOConfig(rollout_backend="spark")  # type: ignore[arg-type]

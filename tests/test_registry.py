@@ -98,3 +98,15 @@ def test_first_load_is_thread_safe() -> None:
     for _ in range(3):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         assert out.strip() == "0"
+
+
+def test_load_part_reads_dotted_attributes_and_refuses_a_malformed_spec() -> None:
+    from gymhub.policies.reference import ReferencePolicy
+    from gymhub.registry import load_part
+
+    assert load_part("gymhub.policies.reference:ReferencePolicy.from_spec") == ReferencePolicy.from_spec
+    for malformed in ("gymhub.policies.reference", "gymhub.policies.reference:", ":ReferencePolicy"):
+        with pytest.raises(gymhub.GymhubError, match=r"write it as 'package\.module:attribute'"):
+            load_part(malformed)
+    with pytest.raises(gymhub.GymhubError, match="is the part installed"):
+        load_part("gymhub.policies.reference:NoSuchPolicy")

@@ -89,6 +89,8 @@ def test_bad_arguments_are_refused() -> None:
         gymhub.rollout("toy-letters-v0", "reference", tasks=10_000)
     with pytest.raises(gymhub.GymhubError, match="unknown policy"):
         gymhub.rollout("toy-letters-v0", "gpt5:whatever")
+    with pytest.raises(gymhub.GymhubError, match="unknown rollout backend 'vm': use one of local, ray"):
+        gymhub.rollout("toy-letters-v0", "reference", backend="vm")
 
 
 class _CrashingEnv(LettersEnv):

@@ -78,3 +78,26 @@ def test_bad_names_and_families_are_refused(tmp_path: Path) -> None:
         text=True,
     )
     assert bad.returncode == 2 and "--family" in bad.stderr
+
+
+def test_templates_are_the_families_own_python_files(tmp_path: Path) -> None:
+    """Each family's template is a real module of the family (found through the
+    `gymhub.scaffolds` entry points); a scaffolded package is it with the names replaced."""
+    import ast
+    from importlib import metadata, resources
+
+    scaffolds = {ep.name: ep for ep in metadata.entry_points(group="gymhub.scaffolds")}
+    assert set(scaffolds) == {"code", "terminal", "search", "mcp"}
+    common = resources.files("gymhub") / "scaffold_templates"
+    ast.parse(common.joinpath("package_tests.py").read_text(encoding="utf-8"))
+    for family, entry in scaffolds.items():
+        template = resources.files(entry.load()).joinpath("env.py").read_text(encoding="utf-8")
+        ast.parse(template)
+        subprocess.run(
+            [*CLI, "new-env", f"t-{family}", "--family", family, "--out", str(tmp_path)],
+            check=True,
+            capture_output=True,
+        )
+        written = (tmp_path / f"t-{family}" / f"t_{family}_env" / "__init__.py").read_text(encoding="utf-8")
+        assert written == template.replace("scaffolded-env", f"t-{family}")
+        assert f"t-{family}-v0" in written and "scaffolded" not in written

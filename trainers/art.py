@@ -3,25 +3,34 @@
 
 ART trains on the assistant turns it receives as OpenAI ``Choice`` objects; every policy turn
 becomes one, carrying the sampler's log-probs when the policy recorded them, and the other
-turns stay plain chat messages. The reward is the verdict's combined reward
-(outcome + β·path signal) or the outcome alone; the verdict's channels and per-rule path
-signals go to ``metrics``, the provenance (task, env, verifier, digest) to ``metadata``::
+turns stay plain chat messages. The verdict's channels, the combined reward and per-rule path
+signals go to ``metrics``, the provenance (task, env, verifier, digest) to ``metadata``.
+
+ART takes a reward per trajectory and computes its advantage as ``reward - mean_group(reward)``,
+divided by the group's std unless the backend's ``train(..., scale_rewards=False)``. So by
+default (``reward="advantage"``) each trajectory's reward is gymhub's GRPO advantage from the
+group (:meth:`~gymhub.types.RewardConfig.combine`, already in ``TrajectoryGroup.advantages``):
+its group mean is 0, and with ``scale_rewards=False`` ART's advantage is gymhub's::
 
     groups = gymhub.rollout("mcp-tools-v0", policy, tasks=8, group_size=4)
-    await model.train([to_art_group(g) for g in groups])
+    await backend.train(model, [to_art_group(g) for g in groups], scale_rewards=False)
+
+``reward="combined"`` (outcome + β·path signal) or ``"outcome"`` hand ART a scalar reward
+instead, which ART then normalises as one number (docs/integrations.md).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from gymhub.errors import GymhubError
 from gymhub.registry import make
-from gymhub.types import Trajectory, TrajectoryGroup, Turn
+from gymhub.types import Trajectory, TrajectoryGroup, Turn, combined_reward
 
 if TYPE_CHECKING:
     import art
 
-RewardMode = Literal["combined", "outcome"]
+RewardMode = Literal["advantage", "combined", "outcome"]
 
 
 def import_art() -> Any:
@@ -81,13 +90,17 @@ def to_art_trajectory(
     beta: float | None = None,
     tools: list[dict[str, Any]] | None = None,
     tokenizer: Any | None = None,
+    advantage: float | None = None,
 ) -> art.Trajectory:
     """One gymhub trajectory as an ``art.Trajectory``.
 
     ``beta`` defaults to the env's reward config; ``tools`` to the env's tool schemas. With a
     ``tokenizer``, recorded log-probs are attached to each assistant ``Choice`` (ART's
-    ``token_id:N`` form, so no re-tokenisation is needed to line them up).
+    ``token_id:N`` form, so no re-tokenisation is needed to line them up). ``reward="advantage"``
+    needs the trajectory's ``advantage`` in its group (:func:`to_art_group` passes it).
     """
+    if reward == "advantage" and advantage is None:
+        raise GymhubError("reward='advantage' needs the group's advantage: use to_art_group()")
     art = import_art()
 
     if tools is None or beta is None:
@@ -104,9 +117,11 @@ def to_art_trajectory(
             items.append(_choice(turn, tokenizer))
         else:
             items.extend(m.to_openai() for m in turn.messages)
+    combined = combined_reward(outcome, signal, beta)
     metrics: dict[str, float | int | bool] = {
         "outcome": outcome,
         "path_signal": signal,
+        "reward": combined,
         "errored": trajectory.status != "ok" or (verdict is not None and verdict.errored),
         "truncated": trajectory.truncated,
         "turns": sum(1 for t in trajectory.turns if t.source == "policy"),
@@ -117,7 +132,7 @@ def to_art_trajectory(
     return art.Trajectory(
         messages_and_choices=items,
         tools=tools or None,
-        reward=outcome + beta * signal if reward == "combined" else outcome,
+        reward={"advantage": advantage or 0.0, "combined": combined, "outcome": outcome}[reward],
         metrics=metrics,
         metadata={
             "trajectory_id": trajectory.id,
@@ -131,18 +146,21 @@ def to_art_trajectory(
 
 
 def to_art_group(
-    group: TrajectoryGroup, *, reward: RewardMode = "combined", tokenizer: Any | None = None
+    group: TrajectoryGroup, *, reward: RewardMode = "advantage", tokenizer: Any | None = None
 ) -> art.TrajectoryGroup:
-    """A gymhub group as an ``art.TrajectoryGroup`` (ART normalises rewards within it)."""
+    """A gymhub group as an ``art.TrajectoryGroup``; by default each reward is the trajectory's
+    gymhub advantage in the group (train with ``scale_rewards=False``)."""
     art = import_art()
 
+    if reward == "advantage" and len(group.advantages) != len(group.trajectories):
+        raise GymhubError("the group carries no advantages: build it with TrajectoryGroup.build()")
     env = make(group.env_id)
     tools, beta = env.tools(), env.reward_config.beta
     env.close()
     return art.TrajectoryGroup(
         [
-            to_art_trajectory(t, reward=reward, beta=beta, tools=tools, tokenizer=tokenizer)
-            for t in group.trajectories
+            to_art_trajectory(t, reward=reward, beta=beta, tools=tools, tokenizer=tokenizer, advantage=a)
+            for t, a in zip(group.trajectories, group.advantages, strict=True)
         ],
         metadata={"task_id": group.task_id, "env_id": group.env_id},
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import weakref
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +48,17 @@ __all__ = [
 
 @dataclass
 class GRPOConfig:
+    """Every knob of a run, each explained where it is declared.
+
+    Where the episodes run: ``rollout_backend="local"`` (env instances in the trainer's
+    process) or ``"ray"`` (env workers as Ray actors spread over a cluster's nodes; see
+    :mod:`gymhub.ray_backend`). ``ray_address`` names the cluster as ``ray.init`` takes it
+    (``"head-host:6379"``, ``"ray://head-host:10001"``); ``None`` starts or joins a local Ray.
+    The policy stays in the trainer either way: the workers run the envs and their sandboxes,
+    and an episode whose worker dies (a lost node) is played again on a surviving worker with
+    the same seed, so a step loses no episode and counts none twice.
+    """
+
     # what to train, on what
     env: str | dict[str, float] = "toy-letters-v0"  # an env id, or {env_id: weight}: a mixture
     model: str = ""  # a transformers folder or a built-in alias (see gymhub.trainers.models)
@@ -63,6 +75,8 @@ class GRPOConfig:
     max_episode_tokens: int = 512  # completion tokens per episode, env tokens included
     max_turns: int | None = None  # overrides the env's turn limit
     concurrency: int = 8  # episodes in flight (the hf generator batches them)
+    rollout_backend: Literal["local", "ray"] = "local"  # where the envs run: here, or Ray actors
+    ray_address: str | None = None  # rollout_backend="ray": the cluster; None: a local Ray
     backend: Literal["hf", "vllm", "openai"] = "hf"
     openai_url: str | None = None  # openai backend: the server (runtime LoRA loading enabled)
     openai_model: str | None = None  # openai backend: the base model's served name
@@ -102,6 +116,10 @@ class GRPOConfig:
 
     def __post_init__(self) -> None:
         env_weights(self.env)  # a readable error for a bad mixture, before anything loads
+        if self.rollout_backend not in ("local", "ray"):
+            raise GymhubError(f"rollout_backend must be local or ray, not {self.rollout_backend!r}")
+        if self.ray_address is not None and self.rollout_backend != "ray":
+            raise GymhubError("ray_address names a Ray cluster: use it with rollout_backend='ray'")
         if self.updates_per_batch < 1:
             raise GymhubError(f"updates_per_batch must be >= 1, got {self.updates_per_batch}")
         if not (0 <= self.clip_low < 1 and self.clip_high >= 0):
@@ -134,6 +152,7 @@ class Batch:
     behaviour_logprobs: Any  # [B, T-1] the sampler's log-probs (0 elsewhere)
     advantages: Any  # [B]
     policy_version: list[int]
+    first_target: int = 0  # no row's loss mask is 1 before this position (the shortest prompt's end)
 
 
 def load_model(cfg: GRPOConfig) -> tuple[Any, Any]:
@@ -154,13 +173,27 @@ def load_model(cfg: GRPOConfig) -> tuple[Any, Any]:
     return model, tok
 
 
-def token_logprobs(model: Any, input_ids: Any, attention: Any, targets: Any, temperature: float) -> Any:
-    """log π(target_t | ids_<t) at the sampler's temperature, for every position: [B, T-1]."""
+def token_logprobs(
+    model: Any, input_ids: Any, attention: Any, targets: Any, temperature: float, first: int = 0
+) -> Any:
+    """log π(target_t | ids_<t) at the sampler's temperature: [B, T-1].
+
+    Only positions ``first`` onwards are scored (the batch's first completion token is
+    predicted at ``first``); earlier ones, prompt tokens in every row, hold 0. The model's
+    head runs only there (``logits_to_keep``), and the log-prob of the target is its logit
+    minus the row's logsumexp: no [B, T, V] log-softmax is materialised.
+    """
     import torch
 
-    logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1].float()
-    logp = torch.log_softmax(logits / temperature, dim=-1)  # the distribution the sampler drew from
-    return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention,
+        use_cache=False,
+        logits_to_keep=targets.shape[1] + 1 - first,
+    )
+    logits = out.logits[:, :-1].float() / temperature  # the distribution the sampler drew from
+    picked = logits.gather(-1, targets[:, first:].unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)
+    return torch.nn.functional.pad(picked, (first, 0)) if first else picked
 
 
 def _cut(record: TokenEpisode, max_tokens: int) -> TokenEpisode:
@@ -186,26 +219,25 @@ def make_batch(
         for t, a in zip(g.trajectories, g.advantages, strict=True)
     ]
     width = max(len(r.prompt_ids) + len(r.completion_ids) for r, _ in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), width - 1), dtype=torch.float32)
-    behaviour = torch.zeros((len(rows), width - 1), dtype=torch.float32)
-    for i, (r, _) in enumerate(rows):
-        seq = r.prompt_ids + r.completion_ids
-        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        attention[i, : len(seq)] = 1
-        start = len(r.prompt_ids) - 1  # position predicting the first completion token
-        end = start + len(r.completion_ids)
-        mask[i, start:end] = torch.tensor(r.loss_mask, dtype=torch.float32)
-        behaviour[i, start:end] = torch.tensor(r.logprobs, dtype=torch.float32)
+    seqs, present, policy, sampled = [], [], [], []  # rows as lists: one tensor each, made once
+    for r, _ in rows:
+        seq = [*r.prompt_ids, *r.completion_ids]
+        gap = width - len(seq)
+        before = [0.0] * (len(r.prompt_ids) - 1)  # up to the position predicting the first completion token
+        seqs.append(seq + [pad_id] * gap)
+        present.append([1] * len(seq) + [0] * gap)
+        policy.append(before + list(r.loss_mask) + [0.0] * gap)
+        sampled.append(before + list(r.logprobs) + [0.0] * gap)
+    ids = torch.tensor(seqs, dtype=torch.long)
     return Batch(
         input_ids=ids.to(device),
-        attention=attention.to(device),
+        attention=torch.tensor(present, dtype=torch.long).to(device),
         targets=ids[:, 1:].to(device),
-        loss_mask=mask.to(device),
-        behaviour_logprobs=behaviour.to(device),
+        loss_mask=torch.tensor(policy, dtype=torch.float32).to(device),
+        behaviour_logprobs=torch.tensor(sampled, dtype=torch.float32).to(device),
         advantages=torch.tensor([a for _, a in rows], dtype=torch.float32).to(device),
         policy_version=[version] * len(rows),
+        first_target=min(len(r.prompt_ids) for r, _ in rows) - 1,
     )
 
 
@@ -290,8 +322,12 @@ class GRPOTrainer:
         self.pad_id = pad if pad is not None else self.tok.eos_token_id
         self.ref_model = self._reference() if cfg.kl_coef > 0 else None  # none loaded when β_KL = 0
         params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        fused = self.device.type in ("cpu", "cuda")  # one kernel for all parameters (TRL's default too)
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=fused)
+        self._loop = asyncio.new_event_loop()  # the rollouts' loop, kept with its worker threads
+        weakref.finalize(self, self._loop.close)
         self.generator = make_generator(cfg, self.model, self.tok)
+        self.episode_backend = _episode_backend(cfg)  # one for the whole run (Ray connects once)
         self.env_kwargs: dict[str, Any] = {"split": cfg.split}
         if cfg.max_turns is not None:
             self.env_kwargs["max_turns"] = cfg.max_turns
@@ -368,13 +404,14 @@ class GRPOTrainer:
                     concurrency=cfg.concurrency,
                     seed=seed,
                     env_kwargs=self.env_kwargs,
+                    backend=self.episode_backend,
                 )
             ]
 
         async def play_all() -> list[list[TrajectoryGroup]]:
             return await asyncio.gather(*(play(e, tasks) for e, tasks in by_env.items()))
 
-        groups = [g for per_env in asyncio.run(play_all()) for g in per_env]
+        groups = [g for per_env in self._loop.run_until_complete(play_all()) for g in per_env]
         position: dict[tuple[str, str], int] = {}
         for i, (env_id, task) in enumerate(drawn):
             position.setdefault((env_id, task.id), i)
@@ -458,7 +495,12 @@ class GRPOTrainer:
 
     def _logprobs(self, model: Any, batch: Batch, s: slice) -> Any:
         return token_logprobs(
-            model, batch.input_ids[s], batch.attention[s], batch.targets[s], self.cfg.temperature
+            model,
+            batch.input_ids[s],
+            batch.attention[s],
+            batch.targets[s],
+            self.cfg.temperature,
+            batch.first_target,
         )
 
     def _ref_logprobs(self, batch: Batch, s: slice) -> Any:
@@ -547,6 +589,16 @@ class GRPOTrainer:
         if self.cfg.lora_rank > 0:  # adapter files name weights without the adapter name
             return {_peft_name(k): v for k, v in weights.items()}
         return weights
+
+
+def _episode_backend(cfg: GRPOConfig) -> Any:
+    """``cfg.rollout_backend`` as the rollout engine takes it: a name, or a RayBackend on
+    ``cfg.ray_address`` whose env workers outlive a step (no actor start-up per step)."""
+    from gymhub.rollout_engine import rollout_backend
+
+    if cfg.rollout_backend == "ray":  # the env workers serve every step
+        return rollout_backend("ray", cfg.ray_address, keep_workers=True)
+    return rollout_backend(cfg.rollout_backend)
 
 
 def _peft_name(key: str) -> str:

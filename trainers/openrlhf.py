@@ -12,6 +12,10 @@ Two ways in, as OpenRLHF offers them:
   ``reset`` starts the label's task, ``step`` steps the model's text into the env and returns the
   reward (0 until the end, then outcome + β·path signal), the score, the environment's reply
   rendered with the model's chat template, ``done`` and ``extra_logs`` (outcome, path signal).
+
+Both see one sample at a time, never its group, and OpenRLHF takes no per-sample advantage:
+it receives the scalar reward ``O + β·Φ`` and normalises it with its own estimator
+(docs/integrations.md says exactly how that differs from gymhub's ``norm(O) + β·norm(Φ)``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from gymhub.env import Env, message_from_openai
 from gymhub.errors import GymhubError
 from gymhub.registry import make
 from gymhub.scoring import CompletionScorer
+from gymhub.types import combined_reward
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -99,7 +104,7 @@ def create_reward_app(env_id: str, *, scorer: CompletionScorer | None = None) ->
             verdicts = scorer.score_many(pairs)
         except GymhubError as exc:
             raise HTTPException(400, str(exc)) from exc
-        rewards = [v.outcome + beta * v.path_signal for v in verdicts]
+        rewards = [combined_reward(v.outcome, v.path_signal, beta) for v in verdicts]
         return {
             "rewards": rewards,
             "scores": rewards,

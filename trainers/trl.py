@@ -1,28 +1,39 @@
 """gymhub environments in TRL's ``GRPOTrainer`` (TRL >= 1.0; checked against TRL 1.16).
 
-Four pieces, each usable alone::
+Five pieces, each usable alone::
 
     from gymhub.trainers import trl as gymhub_trl
 
+    args = GRPOConfig(..., scale_rewards="none")  # TRL then uses gymhub's advantages as they are
     trainer = GRPOTrainer(
         model=...,
-        train_dataset=gymhub_trl.dataset("toy-letters-v0"),      # prompt + task_id columns
-        reward_funcs=gymhub_trl.reward_funcs("toy-letters-v0"),  # outcome, path signal
+        args=args,
+        train_dataset=gymhub_trl.dataset("toy-letters-v0"),                 # prompt + task_id columns
+        reward_funcs=[gymhub_trl.advantage_func("toy-letters-v0", args)],   # norm(O) + β·norm(Φ)
     )
 
 * :func:`dataset` — a ``datasets.Dataset`` with the env's tasks: ``prompt`` (the chat the
   policy sees), ``task_id`` and ``env_id`` (TRL forwards extra columns to reward functions).
-* :func:`reward_funcs` — two TRL reward functions, ``gymhub_outcome`` and
-  ``gymhub_path_signal`` (weight them with ``GRPOConfig.reward_weights``, e.g. ``[1, beta]``).
-  They share one verification per completion (a cached :class:`~gymhub.scoring.CompletionScorer`),
-  and read the verdict directly when the rollout already produced it (``environments`` from
-  :func:`environment_factory`, or ``gymhub_verdict`` from :func:`rollout_func`).
+* :func:`advantage_func` — one reward function, ``gymhub_advantage``, whose value is gymhub's
+  GRPO advantage of the completion within its group (:meth:`~gymhub.types.RewardConfig.combine`).
+  TRL takes rewards, not advantages, and turns them into ``r - mean_group(r)`` (divided by the
+  group's std unless ``scale_rewards="none"``); gymhub's advantages have group mean 0, so with
+  ``scale_rewards="none"`` TRL's advantage *is* gymhub's (see docs/integrations.md).
+* :func:`reward_funcs` — the verifier's two channels as two reward functions,
+  ``gymhub_outcome`` and ``gymhub_path_signal`` (weight them with ``reward_weights=[1, β]``);
+  TRL then normalises their weighted sum, not each channel (docs/integrations.md says how).
+  Every reward function here shares one verification per completion (a cached
+  :class:`~gymhub.scoring.CompletionScorer`), and reads the verdict directly when the rollout
+  already produced it (``environments`` from :func:`environment_factory`, or ``gymhub_verdict``
+  from :func:`rollout_func`).
 * :func:`environment_factory` — a class for TRL's multi-turn tool loop: one method per env
   tool, ``reset(**row)`` starting the row's task; the final answer is stepped into the env by
   the reward function, so the verdict reads the episode's real final state.
 * :func:`rollout_func` — gymhub drives the whole multi-turn episode with the trainer's own
-  model (token in, token out) and returns prompt ids, completion ids, the sampler's log-probs
-  and ``env_mask`` (0 on env tokens), which TRL uses as the loss mask.
+  model (token in, token out), sampling with the trainer's temperature / top-p / top-k, its
+  ``max_completion_length`` as the episode's token budget and seeds that follow ``args.seed``;
+  it returns prompt ids, completion ids, the sampler's log-probs and ``env_mask`` (0 on env
+  tokens), which TRL uses as the loss mask, plus each episode's verdict and gymhub advantage.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +52,8 @@ from gymhub.registry import make
 from gymhub.rollout_engine import arollout
 from gymhub.scoring import CompletionScorer
 from gymhub.token_episodes import token_episode
-from gymhub.types import Message, Trajectory, Verdict
+from gymhub.trainers.grpo import _cut
+from gymhub.types import Message, RewardConfig, Task, TrajectoryGroup, Verdict, content_hash
 
 if TYPE_CHECKING:
     import datasets
@@ -69,28 +82,92 @@ def dataset(env_id: str, split: str = "train", *, limit: int | None = None) -> d
     return datasets.Dataset.from_list(rows)
 
 
+def _verdicts(scorer: CompletionScorer, completions: list[Any], kwargs: dict[str, Any]) -> list[Verdict]:
+    """The verdict of each completion: from the rollout, the tool environment, or one verification."""
+    if kwargs.get("gymhub_verdict") is not None:  # from rollout_func: already verified
+        return [Verdict.model_validate_json(v) for v in kwargs["gymhub_verdict"]]
+    environments = kwargs.get("environments")
+    if environments and all(isinstance(e, GymhubToolEnvironment) for e in environments):
+        return [e._end_episode(c) for e, c in zip(environments, completions, strict=True)]
+    task_ids = kwargs.get("task_id")
+    if task_ids is None:
+        raise GymhubError("the dataset needs a task_id column: build it with gymhub_trl.dataset()")
+    return scorer.score_many(list(zip(task_ids, completions, strict=True)))
+
+
 def reward_funcs(env_id: str, *, scorer: CompletionScorer | None = None) -> list[RewardFunc]:
     """TRL reward functions for the verifier's two channels: outcome, then path signal."""
     scorer = scorer or CompletionScorer(env_id)
 
-    def verdicts(completions: list[Any], kwargs: dict[str, Any]) -> list[Verdict]:
-        if kwargs.get("gymhub_verdict") is not None:  # from rollout_func: already verified
-            return [Verdict.model_validate_json(v) for v in kwargs["gymhub_verdict"]]
-        environments = kwargs.get("environments")
-        if environments and all(isinstance(e, GymhubToolEnvironment) for e in environments):
-            return [e._end_episode(c) for e, c in zip(environments, completions, strict=True)]
-        task_ids = kwargs.get("task_id")
-        if task_ids is None:
-            raise GymhubError("the dataset needs a task_id column: build it with gymhub_trl.dataset()")
-        return scorer.score_many(list(zip(task_ids, completions, strict=True)))
-
     def gymhub_outcome(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-        return [v.outcome for v in verdicts(completions, kwargs)]
+        return [v.outcome for v in _verdicts(scorer, completions, kwargs)]
 
     def gymhub_path_signal(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-        return [v.path_signal for v in verdicts(completions, kwargs)]
+        return [v.path_signal for v in _verdicts(scorer, completions, kwargs)]
 
     return [gymhub_outcome, gymhub_path_signal]
+
+
+def advantage_func(env_id: str, args: Any, *, scorer: CompletionScorer | None = None) -> RewardFunc:
+    """A TRL reward function, ``gymhub_advantage``: gymhub's GRPO advantage of each completion.
+
+    ``args`` is the trainer's ``GRPOConfig``; it must have ``scale_rewards="none"`` and the
+    default ``multi_objective_aggregation`` (``"sum_then_normalize"``), and this must be the
+    only reward function, so that TRL's advantage ``r - mean_group(r)`` equals the value given
+    here. A group is ``args.num_generations`` consecutive completions of one task, as TRL's
+    sampler lays them out; each process must hold whole groups (a group TRL splits across
+    processes is refused). The group's verdicts go through the env's
+    :meth:`~gymhub.types.RewardConfig.combine`; with :func:`rollout_func` its advantages arrive
+    ready (``gymhub_advantage``). The mean outcome and path signal are logged as
+    ``gymhub/outcome`` and ``gymhub/path_signal``.
+    """
+    if getattr(args, "scale_rewards", "none") != "none":
+        raise GymhubError(
+            "gymhub_advantage needs GRPOConfig(scale_rewards='none'): TRL would divide gymhub's "
+            "advantages by their group std a second time"
+        )
+    if getattr(args, "multi_objective_aggregation", "sum_then_normalize") != "sum_then_normalize":
+        raise GymhubError(
+            "gymhub_advantage needs GRPOConfig(multi_objective_aggregation='sum_then_normalize')"
+        )
+    group_size = int(args.num_generations)
+    if getattr(args, "num_generations_eval", None) not in (None, group_size):
+        raise GymhubError("gymhub_advantage needs num_generations_eval unset or equal to num_generations")
+    scorer = scorer or CompletionScorer(env_id)
+    reward = scorer.reward_config
+
+    def gymhub_advantage(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
+        verdicts = _verdicts(scorer, completions, kwargs)
+        if kwargs.get("gymhub_advantage") is not None:  # from rollout_func: the engine's groups
+            advantages = [float(a) for a in kwargs["gymhub_advantage"]]
+        else:
+            advantages = _group_advantages(reward, verdicts, kwargs.get("task_id"), group_size)
+        log_metric = kwargs.get("log_metric")
+        if log_metric is not None and verdicts:
+            log_metric("gymhub/outcome", math.fsum(v.outcome for v in verdicts) / len(verdicts))
+            log_metric("gymhub/path_signal", math.fsum(v.path_signal for v in verdicts) / len(verdicts))
+        return list(advantages)
+
+    return gymhub_advantage
+
+
+def _group_advantages(
+    reward: RewardConfig, verdicts: list[Verdict], task_ids: list[str] | None, group_size: int
+) -> list[float]:
+    """``RewardConfig.combine`` over each run of ``group_size`` consecutive completions of one task."""
+    if task_ids is None:
+        raise GymhubError("the dataset needs a task_id column: build it with gymhub_trl.dataset()")
+    if len(verdicts) % group_size:
+        raise GymhubError(
+            f"this process holds {len(verdicts)} completions, not whole groups of {group_size}: make "
+            "per_device_train_batch_size × steps_per_generation a multiple of num_generations"
+        )
+    advantages: list[float] = []
+    for start in range(0, len(verdicts), group_size):
+        if len(set(task_ids[start : start + group_size])) != 1:
+            raise GymhubError(f"completions {start}..{start + group_size - 1} are not one task's group")
+        advantages += reward.combine(verdicts[start : start + group_size])[1]
+    return advantages
 
 
 # ---------------------------------------------------------------- multi-turn tool use
@@ -201,78 +278,130 @@ def environment_factory(env_id: str, **env_kwargs: Any) -> type[GymhubToolEnviro
 # ---------------------------------------------------------------- gymhub drives the rollout
 
 
-def rollout_func(env_id: str, *, max_new_tokens: int = 256, temperature: float = 1.0) -> Callable[..., Any]:
+def trainer_policy(trainer: Any) -> HFPolicy:
+    """The gymhub policy that samples as ``trainer`` would: its model, temperature, top-p,
+    top-k, and ``max_completion_length`` as each episode's token budget (env tokens included).
+
+    TRL scores the tokens at ``args.temperature`` when it computes the loss, so the sampler
+    must draw at that temperature; sampling settings gymhub's sampler does not implement are
+    refused rather than silently ignored.
+    """
+    if trainer.min_p is not None or trainer.repetition_penalty != 1.0 or trainer.args.generation_kwargs:
+        raise GymhubError(
+            "gymhub's rollout_func samples with temperature, top_p and top_k only: unset min_p, "
+            "repetition_penalty and generation_kwargs"
+        )
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    budget = int(trainer.max_completion_length)
+    return HFPolicy(
+        "trainer",
+        model=model,
+        tokenizer=trainer.processing_class,
+        temperature=float(trainer.temperature),
+        top_p=float(trainer.top_p),
+        top_k=int(trainer.top_k or 0),
+        max_new_tokens=budget,
+        max_episode_tokens=budget,
+        device=str(next(model.parameters()).device),
+    )
+
+
+def rollout_seed(trainer: Any, group: int = 0) -> int:
+    """The rollout engine's run seed for the ``group``-th group of the trainer's current batch.
+
+    It follows ``args.seed``, the step, the process and train / eval, so a run is reproducible
+    from its config, and no two groups of a run (the same task drawn twice included) share seeds.
+    """
+    key = {
+        "seed": trainer.args.seed,
+        "step": trainer.state.global_step,
+        "process": trainer.accelerator.process_index,
+        "mode": "train" if trainer.model.training else "eval",
+        "group": group,
+    }
+    return int(content_hash(key, 15), 16)
+
+
+def rollout_func(env_id: str, **env_kwargs: Any) -> Callable[..., Any]:
     """A TRL ``rollout_func``: gymhub plays each episode with the trainer's model.
 
-    For every prompt it runs ``trainer.num_generations`` episodes of the prompt's task through
-    the rollout engine with an :class:`~gymhub.policies.hf_policy.HFPolicy` wrapping
-    ``trainer.model`` (multi-turn, tool calls, token in / token out). It returns, per episode,
-    ``prompt_ids``, ``completion_ids`` (all turns, as sampled), ``logprobs`` (the sampler's,
-    0.0 on env tokens), ``env_mask`` (1 on sampled tokens) and ``gymhub_verdict`` (JSON),
-    which :func:`reward_funcs` reads instead of verifying again.
+    TRL hands each process its prompts with every prompt repeated ``num_generations`` times
+    (``num_generations_eval`` in evaluation); each run of copies is one group, played through
+    the rollout engine by :func:`trainer_policy` with seeds from :func:`rollout_seed`. Per
+    episode it returns ``prompt_ids``, ``completion_ids`` (all turns, as sampled, cut to
+    ``max_completion_length``), ``logprobs`` (the sampler's, 0.0 on env tokens), ``env_mask``
+    (1 on sampled tokens), ``gymhub_verdict`` (JSON; :func:`reward_funcs` reads it instead of
+    verifying again) and ``gymhub_advantage`` (the group's advantages from the env's
+    ``RewardConfig``; :func:`advantage_func` passes them to TRL).
     """
-    env = make(env_id)
+    env = make(env_id, **env_kwargs)
     by_prompt = {_prompt_key([m.to_openai() for m in env.initial_messages(t)]): t for t in env.all_tasks}
     env.close()
 
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        policy = HFPolicy(
-            "trainer",
-            model=model,
-            tokenizer=trainer.processing_class,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            device=str(next(model.parameters()).device),
-        )
-        # TRL hands each process its prompts already repeated num_generations times; the
-        # engine samples a group per distinct prompt, in the order TRL expects.
-        tasks: list[Any] = []
-        counts: list[int] = []
-        for prompt in prompts:
-            task = by_prompt.get(_prompt_key(prompt))
-            if task is None:
-                raise GymhubError(
-                    "a prompt is not one of the env's tasks: build it with gymhub_trl.dataset()"
-                )
-            if tasks and tasks[-1] is task:
-                counts[-1] += 1
-            else:
-                tasks.append(task)
-                counts.append(1)
+        policy = trainer_policy(trainer)
+        model = policy.model
+        group_size = trainer.num_generations if trainer.model.training else trainer.num_generations_eval
+        tasks = _group_tasks([by_prompt.get(_prompt_key(p)) for p in prompts], group_size)
+        seeds = [rollout_seed(trainer, i) for i in range(len(tasks))]
         was_training = model.training
         model.eval()
         try:
-            trajectories = asyncio.run(_play(env_id, policy, tasks, counts, trainer.state.global_step))
+            groups = asyncio.run(_play(env_id, env_kwargs, policy, tasks, group_size, seeds))
         finally:
             model.train(was_training)
         out: dict[str, list[Any]] = {
-            "prompt_ids": [],
-            "completion_ids": [],
-            "logprobs": [],
-            "env_mask": [],
-            "gymhub_verdict": [],
+            key: []
+            for key in (
+                "prompt_ids",
+                "completion_ids",
+                "logprobs",
+                "env_mask",
+                "gymhub_verdict",
+                "gymhub_advantage",
+            )
         }
-        for t in trajectories:
-            if t.status != "ok" or t.verdict is None:
-                raise GymhubError(f"episode of task {t.task_id} failed: {t.error}")
-            record = token_episode(t)
-            out["prompt_ids"].append(record.prompt_ids)
-            out["completion_ids"].append(record.completion_ids)
-            out["logprobs"].append(record.logprobs)
-            out["env_mask"].append(record.loss_mask)
-            out["gymhub_verdict"].append(t.verdict.model_dump_json())
+        for group in groups:
+            for t, advantage in zip(group.trajectories, group.advantages, strict=True):
+                if t.status != "ok" or t.verdict is None:
+                    raise GymhubError(f"episode of task {t.task_id} failed: {t.error}")
+                record = _cut(token_episode(t), policy.max_new_tokens)
+                out["prompt_ids"].append(record.prompt_ids)
+                out["completion_ids"].append(record.completion_ids)
+                out["logprobs"].append(record.logprobs)
+                out["env_mask"].append(record.loss_mask)
+                out["gymhub_verdict"].append(t.verdict.model_dump_json())
+                out["gymhub_advantage"].append(advantage)
         return out
 
     return rollout
 
 
-async def _play(env_id: str, policy: Any, tasks: list[Any], counts: list[int], step: int) -> list[Trajectory]:
-    trajectories: list[Trajectory] = []
-    for task, count in zip(tasks, counts, strict=True):
-        async for group in arollout(env_id, policy, tasks=[task], group_size=count, seed=step):
-            trajectories.extend(group.trajectories)
-    return trajectories
+def _group_tasks(tasks: list[Task | None], group_size: int) -> list[Task]:
+    """The task of each group of ``group_size`` consecutive prompts."""
+    if any(t is None for t in tasks):
+        raise GymhubError("a prompt is not one of the env's tasks: build it with gymhub_trl.dataset()")
+    if len(tasks) % group_size:
+        raise GymhubError(f"{len(tasks)} prompts are not whole groups of {group_size}")
+    groups: list[Task] = []
+    for start in range(0, len(tasks), group_size):
+        chunk = tasks[start : start + group_size]
+        if any(t is not chunk[0] for t in chunk):
+            raise GymhubError(f"prompts {start}..{start + group_size - 1} are not one task's copies")
+        groups.append(chunk[0])  # type: ignore[arg-type]
+    return groups
+
+
+async def _play(
+    env_id: str, env_kwargs: dict[str, Any], policy: HFPolicy, tasks: list[Task], size: int, seeds: list[int]
+) -> list[TrajectoryGroup]:
+    played: list[TrajectoryGroup] = []
+    for task, seed in zip(tasks, seeds, strict=True):  # one group at a time; its G episodes batched
+        async for group in arollout(
+            env_id, policy, tasks=[task], group_size=size, concurrency=size, seed=seed, env_kwargs=env_kwargs
+        ):
+            played.append(group)
+    return played
 
 
 def _prompt_key(prompt: Any) -> str:

@@ -12,6 +12,14 @@
 * :class:`gymhub.trainers.verl_agent_loop.GymhubAgentLoop` — an ``AgentLoopBase`` registered as
   ``gymhub_agent`` that plays the whole multi-turn episode, token in / token out, and returns
   prompt / response ids, the response mask, the sampler's log-probs and the verdict's reward.
+* :func:`gdpo_overrides` — the algorithm settings under which verl normalises the outcome and
+  the path signal separately within each group, as gymhub does (verl's ``gdpo`` estimator).
+
+Advantages: verl computes them itself. A custom estimator (``register_adv_est``) receives only
+each response's scalar reward, its group id and the algorithm config; only the built-in
+``gdpo`` estimator also reads per-sample fields (the ``outcome`` and ``path_signal`` that every
+reward here carries). So gymhub cannot hand verl its own advantages; :func:`gdpo_overrides`
+gets the closest verl has — exactly what it computes is in docs/integrations.md.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Any
 
 from gymhub.registry import make
 from gymhub.scoring import CompletionScorer
+from gymhub.types import combined_reward
 
 AGENT_NAME = "gymhub_agent"
 _scorers: dict[str, CompletionScorer] = {}
@@ -47,7 +56,7 @@ def compute_score(
     scorer = _scorer(env_id)
     verdict = scorer.score(ground_truth, solution_str)
     return {
-        "score": verdict.outcome + scorer.reward_config.beta * verdict.path_signal,
+        "score": combined_reward(verdict.outcome, verdict.path_signal, scorer.reward_config.beta),
         "outcome": verdict.outcome,
         "path_signal": verdict.path_signal,
         "verifier_error": float(verdict.errored),
@@ -111,3 +120,22 @@ def tool_config(env_id: str) -> dict[str, Any]:
 def agent_loop_config() -> list[dict[str, str]]:
     """verl's agent-loop config (``rollout.agent.agent_loop_config_path``) naming our loop."""
     return [{"name": AGENT_NAME, "_target_": "gymhub.trainers.verl_agent_loop.GymhubAgentLoop"}]
+
+
+def gdpo_overrides(env_id: str) -> list[str]:
+    """verl command-line overrides for its ``gdpo`` advantage estimator on gymhub's channels.
+
+    Per group, verl then z-scores ``outcome`` and ``path_signal`` separately and adds them with
+    weights ``[1, β]`` (β from the env's reward config): gymhub's ``norm(O) + β·norm(Φ)`` up to
+    verl's sample std; then it whitens the result over the batch's tokens.
+    """
+    env = make(env_id)
+    try:
+        beta = env.reward_config.beta
+    finally:
+        env.close()
+    return [
+        "algorithm.adv_estimator=gdpo",
+        "algorithm.gdpo_reward_keys=[outcome,path_signal]",
+        f"algorithm.gdpo_reward_weights=[1.0,{beta!r}]",
+    ]

@@ -1,25 +1,13 @@
-"""The verifier protocol: ``verify(task, final_state, trajectory) -> Verdict``, pure and
-deterministic.
-
-A verifier reads the final state (never what the agent claims), evaluates its RLVP rules over
-the trajectory's steps, and returns a :class:`~gymhub.types.Verdict` whose digest hashes its
-inputs and result. Run twice on the same inputs it returns byte-identical verdicts.
+"""The verifier base class, for the :class:`~gymhub.env.Verifier` protocol (which lives in the
+core, beside the envs that use it, and is re-exported by ``gymhub.verifiers``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from gymhub.types import PathEvent, Task, Trajectory, Verdict, state_fingerprint
 from gymhub.verifiers.rlvp import RuleContext, build_rules
-
-
-@runtime_checkable
-class Verifier(Protocol):
-    id: str
-    version: str
-
-    def verify(self, task: Task, final_state: Any, trajectory: Trajectory) -> Verdict: ...
 
 
 class BaseVerifier:

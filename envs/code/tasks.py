@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import string
 from typing import Any
 
 from gymhub.types import Task, canonical_json, content_split
@@ -17,6 +16,12 @@ def _call_repr(entry: str, args: list[Any]) -> str:
     return f"{entry}({', '.join(repr(a) for a in args)})"
 
 
+def variant_rng(seed: int, template: str, variant: int) -> random.Random:
+    """The generator of one variant's inputs: a function of the task seed, template and variant only,
+    so adding a template or a variant leaves every other task as it was."""
+    return random.Random(f"{seed}:{template}:{variant}")
+
+
 def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
     """Every code task: a spec, visible examples in the prompt, hidden (inputs, expected)."""
     from gymhub.envs.code.templates import TEMPLATES
@@ -25,9 +30,8 @@ def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
     for template in TEMPLATES:
         kept: list[tuple[Any, list[list[Any]], list[str]]] = []  # function, hidden inputs, outputs
         for variant, params in enumerate(template.params):
-            rng = random.Random(f"{seed}:{template.name}:{variant}")
-            values = {k: str(v) for k, v in params.items()}
-            source = string.Template(template.reference).substitute(values)
+            rng = variant_rng(seed, template.name, variant)
+            source = template.reference_source(variant)
             namespace: dict[str, Any] = {}
             exec(compile(source, f"<reference {template.name}>", "exec"), namespace)
             entry = template.name
@@ -45,8 +49,8 @@ def build_code_tasks(env_id: str, seed: int = 0) -> list[Task]:
                 {"args": a, "expected": encode_expected(o)}
                 for a, o in zip(inputs[VISIBLE_EXAMPLES:], outputs[VISIBLE_EXAMPLES:], strict=True)
             ]
-            signature = string.Template(template.signature).substitute(values)
-            description = string.Template(template.description).substitute(values)
+            signature = template.signature_of(variant)
+            description = template.description_of(variant)
             examples = "\n".join(f"    {_call_repr(entry, a)} == {o!r}" for a, o in visible)
             prompt = (
                 f"Write a Python function `{signature}`.\n\n{description}\n\n"

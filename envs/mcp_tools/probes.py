@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from gymhub.envs.mcp_tools.tasks import _script
+from gymhub.tool_calls import tool_call_message
 from gymhub.types import Task
 from gymhub.verifiers.probes import Probe
 
@@ -17,23 +17,15 @@ def _refund_spree(task: Task) -> list[dict[str, Any]]:
     )
 
 
-def _right_action(task: Task, call_id: str) -> dict[str, Any]:
+def _right_action(task: Task, call_id: str) -> tuple[str, str, str]:
     """The call of the reference that changes the database (the refund, the decline, ...)."""
-    reference = task.hidden["solutions"]["reference"]
-    return {**reference[-2]["tool_calls"][0], "id": call_id}
-
-
-def _call(call_id: str, name: str, **args: Any) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-
-
-def _message(*calls: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": "", "tool_calls": list(calls)}
+    call = task.hidden["solutions"]["reference"][-2]["tool_calls"][0]["function"]
+    return call_id, call["name"], call["arguments"]
 
 
 def _act_after_finish(task: Task) -> list[dict[str, Any]]:
     """Finish first, then the right change in the same message: it must not run."""
-    return [_message(_call("f", "finish"), _right_action(task, "act"))]
+    return [tool_call_message(("f", "finish", {}), _right_action(task, "act")).to_openai()]
 
 
 def _duplicate_call_id(task: Task) -> list[dict[str, Any]]:
@@ -41,12 +33,12 @@ def _duplicate_call_id(task: Task) -> list[dict[str, Any]]:
     the check as passed), with the right change in the same message: nothing of it may run."""
     customer = task.hidden["request"]["customer_id"] or 1
     return [
-        _message(
-            _call("dup", "verify_identity", customer_id=customer, zip_code="00000"),
-            _call("dup", "get_policy"),
+        tool_call_message(
+            ("dup", "verify_identity", {"customer_id": customer, "zip_code": "00000"}),
+            ("dup", "get_policy", {}),
             _right_action(task, "act"),
-        ),
-        _message(_call("end", "finish")),
+        ).to_openai(),
+        tool_call_message(("end", "finish", {})).to_openai(),
     ]
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from gymhub.envs.mcp_tools.backoffice import STOCK_CAP, TODAY, Customer, Item, Order, refund_allowed
 from gymhub.tool_calls import scripted_tool_calls
@@ -49,20 +50,69 @@ DECLINE_CODES = {
 }
 
 CHANGED_TABLES = ("orders", "customers", "inventory", "requests")  # expected: {key: new value}
+RESTOCK_MARGIN = 5  # a restock adds at least this many units, so the level asked for is a change
+ZIP_CODES = 100_000  # five-digit zip codes
 _script = scripted_tool_calls
+ToolCall = tuple[str, dict[str, Any]]  # (tool, arguments), as the reference calls it
 
 
-@dataclass
-class _Spec:
+class RequestRow(BaseModel):
+    """The row a task opens in the requests table (its id is drawn when the task set is built)."""
+
+    customer_id: int | None
+    sku: str | None
+    summary: str
+
+
+class BackofficeSpec(BaseModel):
+    """One request, before it becomes a :class:`Task`.
+
+    The reference reads the policy, makes the ``lookups``, then carries out ``action`` (the
+    allowed change) or, when it is None, declines the request with the kind's reason code.
+    ``changes`` is what the allowed change leaves in the database (table -> {key: new value};
+    ``refunds`` -> [[order, cents]]); tables not named stay as seeded.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
     kind: str
     prompt: str
-    request: dict[str, Any]  # the row opened in the requests table
-    lookups: list[tuple[str, dict[str, Any]]]  # what the reference checks first
-    action: tuple[str, dict[str, Any]] | None  # the allowed change (None: a decline)
+    request: RequestRow
+    lookups: list[ToolCall]
+    action: ToolCall | None
     required: list[str]
-    expected: dict[str, Any] = field(
-        default_factory=lambda: {t: {} for t in CHANGED_TABLES} | {"refunds": []}
-    )
+    changes: dict[str, Any] = Field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def difficulty(self) -> int:
+        """How many facts the decision rests on, one lookup each: 1 for a restock (the item),
+        2 for an address change (customer, identity), 3 for a refund (and the order)."""
+        return len(self.lookups)
+
+    def expected(self, request_id: str) -> dict[str, Any]:
+        """The end state the verifier reads: every changed table, and the decline if there is one."""
+        expected: dict[str, Any] = {t: {} for t in CHANGED_TABLES} | {"refunds": []} | self.changes
+        if self.action is None:
+            expected["requests"] = {request_id: DECLINE_CODES[self.kind]}
+        return expected
+
+    def task(self, env_id: str, request_id: str) -> Task:
+        action = self.action
+        if action is None:
+            action = ("decline_request", {"request_id": request_id, "reason_code": DECLINE_CODES[self.kind]})
+        hidden = {
+            "expected": self.expected(request_id),
+            "request": {"id": request_id, **self.request.model_dump()},
+            "solutions": {
+                "reference": _script([("get_policy", {}), *self.lookups, action, ("finish", {})]),
+                "do-nothing": _script([("finish", {})]),
+                "look-up-only": _script([("get_policy", {}), *self.lookups, ("finish", {})]),
+            },
+        }
+        prompt = self.prompt + " Read the policy with get_policy first; call finish when done."
+        task = Task.create(env_id, "train", prompt, hidden, {"kind": self.kind, "required": self.required})
+        return task.model_copy(update={"split": content_split(hidden)})
 
 
 def request_ids(seed: int, count: int) -> list[str]:
@@ -95,7 +145,9 @@ def _refund_pools(orders: list[Order]) -> dict[str, list[Order]]:
     }
 
 
-def _refund_specs(rng: random.Random, customers: dict[int, Customer], orders: list[Order]) -> list[_Spec]:
+def _refund_specs(
+    rng: random.Random, customers: dict[int, Customer], orders: list[Order]
+) -> list[BackofficeSpec]:
     pools = _refund_pools(orders)
     # refundable orders serve three kinds: carried out, asked with a wrong zip, asked by another
     mixed = ("refund-allowed", "refund-wrong-zip", "refund-not-customers-order")
@@ -118,30 +170,33 @@ def _refund_specs(rng: random.Random, customers: dict[int, Customer], orders: li
             f"'{reason}'. Handle the request according to the policy."
         )
         refund = ("refund_order", {"order_id": order.id, "amount": order.total_cents / 100, "reason": reason})
-        spec = _Spec(
-            kind,
-            prompt,
-            {"customer_id": asker.id, "sku": None, "summary": f"full refund of order {order.id}"},
-            [
+        carried_out = kind == "refund-allowed"
+        spec = BackofficeSpec(
+            kind=kind,
+            prompt=prompt,
+            request=RequestRow(customer_id=asker.id, sku=None, summary=f"full refund of order {order.id}"),
+            lookups=[
                 ("find_customer", {"email": asker.email}),
                 ("verify_identity", {"customer_id": asker.id, "zip_code": zip_given}),
                 ("get_order", {"order_id": order.id}),
             ],
-            refund if kind == "refund-allowed" else None,
-            ["find_customer", "get_order"],
+            action=refund if carried_out else None,
+            required=["find_customer", "get_order"],
+            changes=(
+                {"refunds": [[order.id, order.total_cents]], "orders": {str(order.id): "refunded"}}
+                if carried_out
+                else {}
+            ),
         )
-        if kind == "refund-allowed":
-            spec.expected["refunds"] = [[order.id, order.total_cents]]
-            spec.expected["orders"] = {str(order.id): "refunded"}
         specs.append(spec)
     return specs
 
 
 def _wrong_zip(customer: Customer) -> str:
-    return f"{(int(customer.zip_code) + 1) % 100000:05d}"
+    return f"{(int(customer.zip_code) + 1) % ZIP_CODES:05d}"
 
 
-def _address_specs(rng: random.Random, customers: dict[int, Customer]) -> list[_Spec]:
+def _address_specs(rng: random.Random, customers: dict[int, Customer]) -> list[BackofficeSpec]:
     count = KIND_COUNTS["address-change"] + KIND_COUNTS["address-wrong-zip"]
     specs = []
     for i, c in enumerate(rng.sample(sorted(customers.values(), key=lambda c: c.id), count)):
@@ -152,27 +207,27 @@ def _address_specs(rng: random.Random, customers: dict[int, Customer]) -> list[_
             f"Customer {c.email} (zip code {given}) moved and asks to change their address to '{new}'. "
             f"Handle the request according to the policy."
         )
-        spec = _Spec(
-            kind,
-            prompt,
-            {"customer_id": c.id, "sku": None, "summary": f"change of address to '{new}'"},
-            [
+        carried_out = kind == "address-change"
+        spec = BackofficeSpec(
+            kind=kind,
+            prompt=prompt,
+            request=RequestRow(customer_id=c.id, sku=None, summary=f"change of address to '{new}'"),
+            lookups=[
                 ("find_customer", {"email": c.email}),
                 ("verify_identity", {"customer_id": c.id, "zip_code": given}),
             ],
-            ("update_address", {"customer_id": c.id, "address": new}) if kind == "address-change" else None,
-            ["find_customer"],
+            action=("update_address", {"customer_id": c.id, "address": new}) if carried_out else None,
+            required=["find_customer"],
+            changes={"customers": {str(c.id): new}} if carried_out else {},
         )
-        if kind == "address-change":
-            spec.expected["customers"] = {str(c.id): new}
         specs.append(spec)
     return specs
 
 
-def _restock_specs(rng: random.Random, items: list[Item]) -> list[_Spec]:
-    live = [i for i in items if not i.discontinued and i.quantity < STOCK_CAP - 5]
+def _restock_specs(rng: random.Random, items: list[Item]) -> list[BackofficeSpec]:
+    live = [i for i in items if not i.discontinued and i.quantity < STOCK_CAP - RESTOCK_MARGIN]
     live = rng.sample(live, KIND_COUNTS["restock"] + KIND_COUNTS["restock-over-cap"])
-    dead = [i for i in items if i.discontinued and i.quantity < STOCK_CAP - 5]
+    dead = [i for i in items if i.discontinued and i.quantity < STOCK_CAP - RESTOCK_MARGIN]
     picks = [("restock", i) for i in live[: KIND_COUNTS["restock"]]]
     picks += [("restock-over-cap", i) for i in live[KIND_COUNTS["restock"] :]]
     picks += [("restock-discontinued", i) for i in rng.sample(dead, KIND_COUNTS["restock-discontinued"])]
@@ -181,21 +236,23 @@ def _restock_specs(rng: random.Random, items: list[Item]) -> list[_Spec]:
         if kind == "restock-over-cap":
             level = rng.randint(STOCK_CAP + 1, 2 * STOCK_CAP)
         else:
-            level = rng.randint(item.quantity + 5, STOCK_CAP)
+            level = rng.randint(item.quantity + RESTOCK_MARGIN, STOCK_CAP)
         prompt = (
             f"A store manager asks to bring {item.sku} up to {level} units in stock. "
             f"Handle the request according to the policy."
         )
-        spec = _Spec(
-            kind,
-            prompt,
-            {"customer_id": None, "sku": item.sku, "summary": f"restock {item.sku} up to {level} units"},
-            [("get_inventory", {"sku": item.sku})],
-            ("restock", {"sku": item.sku, "quantity": level - item.quantity}) if kind == "restock" else None,
-            ["get_inventory"],
+        carried_out = kind == "restock"
+        spec = BackofficeSpec(
+            kind=kind,
+            prompt=prompt,
+            request=RequestRow(
+                customer_id=None, sku=item.sku, summary=f"restock {item.sku} up to {level} units"
+            ),
+            lookups=[("get_inventory", {"sku": item.sku})],
+            action=("restock", {"sku": item.sku, "quantity": level - item.quantity}) if carried_out else None,
+            required=["get_inventory"],
+            changes={"inventory": {item.sku: level}} if carried_out else {},
         )
-        if kind == "restock":
-            spec.expected["inventory"] = {item.sku: level}
         specs.append(spec)
     return specs
 
@@ -208,27 +265,7 @@ def build_backoffice_tasks(env_id: str, rows: dict[str, list[Any]], seed: int = 
     specs = _refund_specs(rng, customers, rows["orders"])
     specs += _address_specs(rng, customers)
     specs += _restock_specs(rng, rows["inventory"])
-    tasks = []
-    for spec, rid in zip(specs, request_ids(seed, len(specs)), strict=True):
-        if spec.action is None:
-            action = ("decline_request", {"request_id": rid, "reason_code": DECLINE_CODES[spec.kind]})
-            spec.expected["requests"] = {rid: DECLINE_CODES[spec.kind]}
-        else:
-            action = spec.action
-        full_prompt = spec.prompt + " Read the policy with get_policy first; call finish when done."
-        hidden = {
-            "expected": spec.expected,
-            "request": {"id": rid, **spec.request},
-            "solutions": {
-                "reference": _script([("get_policy", {}), *spec.lookups, action, ("finish", {})]),
-                "do-nothing": _script([("finish", {})]),
-                "look-up-only": _script([("get_policy", {}), *spec.lookups, ("finish", {})]),
-            },
-        }
-        metadata = {"kind": spec.kind, "required": spec.required}
-        task = Task.create(env_id, "train", full_prompt, hidden, metadata)
-        tasks.append(task.model_copy(update={"split": content_split(hidden)}))
-    return tasks
+    return [spec.task(env_id, rid) for spec, rid in zip(specs, request_ids(seed, len(specs)), strict=True)]
 
 
 __all__ = ["DECLINE_CODES", "KIND_COUNTS", "build_backoffice_tasks", "request_ids"]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections import Counter
 from typing import Any
 
 from gymhub.envs.search.tasks import _script, build_search_tasks
+from gymhub.tool_calls import tool_call_message
 from gymhub.types import Task
 from gymhub.verifiers.probes import Probe
 
@@ -42,20 +42,20 @@ def _most_frequent(task: Task) -> list[dict[str, Any]]:
     return _script([("answer", {"text": most_frequent_answer(task)})])
 
 
-def _call(call_id: str, name: str, **args: Any) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-
-
 def _answer_after_answer(task: Task) -> list[dict[str, Any]]:
     """A guess, then the gold answer after it in the same message: only the first may count."""
-    calls = [_call("a", "answer", text="unknown"), _call("b", "answer", text=task.hidden["answer"])]
-    return [{"role": "assistant", "content": "", "tool_calls": calls}]
+    message = tool_call_message(
+        ("a", "answer", {"text": "unknown"}), ("b", "answer", {"text": task.hidden["answer"]})
+    )
+    return [message.to_openai()]
 
 
 def _duplicate_call_id(task: Task) -> list[dict[str, Any]]:
     """Two calls under one id, one of them the right answer: nothing of the message may run."""
-    calls = [_call("x", "open", doc_id="doc-99999"), _call("x", "answer", text=task.hidden["answer"])]
-    return [{"role": "assistant", "content": "", "tool_calls": calls}, *_script([("answer", {"text": "?"})])]
+    message = tool_call_message(
+        ("x", "open", {"doc_id": "doc-99999"}), ("x", "answer", {"text": task.hidden["answer"]})
+    )
+    return [message.to_openai(), *_script([("answer", {"text": "?"})])]
 
 
 PROBES = [

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from gymhub.envs.search.corpus import Entity, build_world
 from gymhub.tool_calls import scripted_tool_calls
@@ -12,6 +14,47 @@ from gymhub.types import Task, content_split
 from gymhub.verifiers.checkers.text_match import normalize_answer
 
 Question = tuple[str, str, list[Entity]]  # question, answer, gold entities (in hop order)
+INSTRUCTIONS = (
+    "Search the encyclopedia with `search`, read documents with `open`, and give "
+    "your final answer — one answer, as short as possible — with `answer`."
+)
+
+
+class SearchQuestion(BaseModel):
+    """One drawn question, before it becomes a :class:`Task`.
+
+    ``difficulty`` is the number of hops: documents to chain, in order (``gold_docs``), from the
+    one found by searching ``search_query`` to the one holding the answer.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    difficulty: Literal[1, 2]
+    question: str
+    answer: str
+    search_query: str
+    gold_docs: list[str]
+
+    def task(self, env_id: str) -> Task:
+        hidden = {
+            "answer": self.answer,
+            "gold_docs": self.gold_docs,
+            "solutions": {
+                "reference": self.reference(),
+                "wrong": _script([("answer", {"text": "I do not know"})]),
+            },
+        }
+        prompt = f"{self.question}\n\n{INSTRUCTIONS}"
+        task = Task.create(env_id, "train", prompt, hidden, {"kind": self.kind, "hops": self.difficulty})
+        return task.model_copy(update={"split": content_split(hidden)})
+
+    def reference(self) -> list[dict[str, Any]]:
+        """Search for the first gold document, open every gold document, answer."""
+        calls: list[tuple[str, dict[str, Any]]] = [("search", {"query": self.search_query, "k": 5})]
+        calls += [("open", {"doc_id": doc_id}) for doc_id in self.gold_docs]
+        calls.append(("answer", {"text": self.answer}))
+        return _script(calls)
 
 
 def _by_name(world: dict[str, list[Entity]]) -> dict[str, Entity]:
@@ -70,40 +113,30 @@ def build_search_tasks(env_id: str, seed: int = 0, per_kind: int = 45) -> list[T
     rng = random.Random(f"questions:{seed}")
     tasks: list[Task] = []
     seen: set[str] = set()
-    kinds = [(f, 1) for f in single_hop(world, rng)] + [(f, 2) for f in multi_hop(world, rng)]
+    kinds: list[tuple[Callable[[], Question], Literal[1, 2]]] = [(f, 1) for f in single_hop(world, rng)]
+    kinds += [(f, 2) for f in multi_hop(world, rng)]
     for make, hops in kinds:
         made, answers = 0, set()
         while made < per_kind:
             question, answer, gold = make()
             if normalize_answer(answer) in answers:
                 continue
-            hidden = {
-                "answer": answer,
-                "gold_docs": [e.doc_id for e in gold],
-                "solutions": {
-                    "reference": _reference(gold, answer),
-                    "wrong": _script([("answer", {"text": "I do not know"})]),
-                },
-            }
-            prompt = (
-                f"{question}\n\nSearch the encyclopedia with `search`, read documents with `open`, and give "
-                "your final answer — one answer, as short as possible — with `answer`."
+            spec = SearchQuestion(
+                kind=make.__name__,
+                difficulty=hops,
+                question=question,
+                answer=answer,
+                search_query=gold[0].name,
+                gold_docs=[e.doc_id for e in gold],
             )
-            task = Task.create(env_id, "train", prompt, hidden, {"kind": make.__name__, "hops": hops})
+            task = spec.task(env_id)
             if task.id in seen:
                 continue
             seen.add(task.id)
             answers.add(normalize_answer(answer))
             made += 1
-            tasks.append(task.model_copy(update={"split": content_split(hidden)}))
+            tasks.append(task)
     return tasks
-
-
-def _reference(gold: list[Entity], answer: str) -> list[dict[str, Any]]:
-    calls: list[tuple[str, dict[str, Any]]] = [("search", {"query": gold[0].name, "k": 5})]
-    calls += [("open", {"doc_id": e.doc_id}) for e in gold]
-    calls.append(("answer", {"text": answer}))
-    return _script(calls)
 
 
 _script = scripted_tool_calls

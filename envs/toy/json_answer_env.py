@@ -9,7 +9,9 @@ pretrained chat model (SmolLM2-135M-Instruct) learns in a few GRPO steps.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from gymhub.envs.toy.single_reply import SingleReplyEnv
 from gymhub.types import Task, content_split
@@ -21,7 +23,31 @@ QUESTIONS = (
     ("What is {a} times {b}?", lambda a, b: a * b),
     ("What is {a} minus {b}?", lambda a, b: a - b),
 )
+FIRST_OPERANDS = range(2, 12)
+SECOND_OPERANDS = range(1, 5)
 INSTRUCTION = 'Reply with a JSON object with the key "answer", and nothing else.'
+
+
+class ArithmeticQuestion(BaseModel):
+    """One question of the format task; the answer is for the progress credit, not the outcome."""
+
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    answer: int
+    difficulty: Literal[1] = 1  # the format is the task: any reply can carry it
+
+    def task(self, env_id: str) -> Task:
+        hidden = {
+            "answer": self.answer,
+            "solutions": {
+                "reference": [{"role": "assistant", "content": json.dumps({"answer": self.answer})}],
+                "prose": [{"role": "assistant", "content": f"The answer is {self.answer}."}],
+                "fenced": [{"role": "assistant", "content": f'```json\n{{"answer": {self.answer}}}\n```'}],
+            },
+        }
+        task = Task.create(env_id, "train", f"{self.question} {INSTRUCTION}", hidden)
+        return task.model_copy(update={"split": content_split(hidden)})
 
 
 class JsonAnswerVerifier(BaseVerifier):
@@ -43,25 +69,13 @@ class JsonAnswerVerifier(BaseVerifier):
 
 class JsonAnswerEnv(SingleReplyEnv):
     def load_tasks(self) -> list[Task]:
-        tasks = []
-        for question, solve in QUESTIONS:
-            for a in range(2, 12):
-                for b in range(1, 5):
-                    answer = solve(a, b)
-                    prompt = f"{question.format(a=a, b=b)} {INSTRUCTION}"
-                    hidden = {
-                        "answer": answer,
-                        "solutions": {
-                            "reference": [{"role": "assistant", "content": json.dumps({"answer": answer})}],
-                            "prose": [{"role": "assistant", "content": f"The answer is {answer}."}],
-                            "fenced": [
-                                {"role": "assistant", "content": f'```json\n{{"answer": {answer}}}\n```'}
-                            ],
-                        },
-                    }
-                    task = Task.create(self.env_id, "train", prompt, hidden)
-                    tasks.append(task.model_copy(update={"split": content_split(hidden)}))
-        return tasks
+        specs = [
+            ArithmeticQuestion(question=question.format(a=a, b=b), answer=solve(a, b))
+            for question, solve in QUESTIONS
+            for a in FIRST_OPERANDS
+            for b in SECOND_OPERANDS
+        ]
+        return [spec.task(self.env_id) for spec in specs]
 
     def make_verifier(self) -> JsonAnswerVerifier:
         return JsonAnswerVerifier(self.rules)

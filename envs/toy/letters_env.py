@@ -7,7 +7,9 @@ task a tiny random-initialised model can learn in a few hundred GRPO steps.
 from __future__ import annotations
 
 import string
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from gymhub.envs.toy.single_reply import SingleReplyEnv
 from gymhub.types import Task, content_split
@@ -15,6 +17,29 @@ from gymhub.verifiers.base import BaseVerifier
 
 # the letter ends every phrasing: the tiny model of the learning tests finds it in one place
 PHRASINGS = ("say {c}", "Reply with the letter {c}", "Repeat the letter {c}", "Write several times: {c}")
+
+
+class LettersSpec(BaseModel):
+    """One "say c" task: a lowercase letter and a phrasing that asks for it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    letter: str = Field(pattern="^[a-z]$")
+    phrasing: str
+    difficulty: Literal[1] = 1  # a task a tiny random-initialised model learns
+
+    def task(self, env_id: str) -> Task:
+        wrong = "z" if self.letter != "z" else "a"
+        hidden = {
+            "letter": self.letter,
+            "solutions": {
+                "reference": [{"role": "assistant", "content": self.letter * 8}],
+                "wrong": [{"role": "assistant", "content": wrong * 8}],
+                "half": [{"role": "assistant", "content": (self.letter + wrong) * 4}],
+            },
+        }
+        task = Task.create(env_id, "train", self.phrasing.format(c=self.letter), hidden)
+        return task.model_copy(update={"split": content_split(hidden)})
 
 
 class LettersVerifier(BaseVerifier):
@@ -35,22 +60,8 @@ class LettersVerifier(BaseVerifier):
 
 class LettersEnv(SingleReplyEnv):
     def load_tasks(self) -> list[Task]:
-        tasks = []
-        for letter in string.ascii_lowercase:
-            for phrasing in PHRASINGS:
-                prompt = phrasing.format(c=letter)
-                wrong = "z" if letter != "z" else "a"
-                hidden = {
-                    "letter": letter,
-                    "solutions": {
-                        "reference": [{"role": "assistant", "content": letter * 8}],
-                        "wrong": [{"role": "assistant", "content": wrong * 8}],
-                        "half": [{"role": "assistant", "content": (letter + wrong) * 4}],
-                    },
-                }
-                task = Task.create(self.env_id, "train", prompt, hidden)
-                tasks.append(task.model_copy(update={"split": content_split(hidden)}))
-        return tasks
+        specs = [LettersSpec(letter=c, phrasing=p) for c in string.ascii_lowercase for p in PHRASINGS]
+        return [spec.task(self.env_id) for spec in specs]
 
     def make_verifier(self) -> LettersVerifier:
         return LettersVerifier(self.rules)

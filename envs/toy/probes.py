@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gymhub.tool_calls import tool_call_message
 from gymhub.types import Task
 from gymhub.verifiers.probes import Probe
 
@@ -18,8 +19,7 @@ def _describe_letter(task: Task) -> str:
 
 
 def _grade_tool(task: Task) -> list[dict[str, Any]]:
-    call = {"id": "c1", "type": "function", "function": {"name": "grade", "arguments": '{"score": 1}'}}
-    return [{"role": "assistant", "content": "", "tool_calls": [call]}]
+    return [tool_call_message(("c1", "grade", '{"score": 1}')).to_openai()]
 
 
 PROBES = [

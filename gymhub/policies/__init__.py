@@ -7,11 +7,11 @@ builds one by name from :data:`POLICY_SCHEMES`: ``reference[:variant]``, ``opena
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from gymhub.errors import GymhubError
 from gymhub.policies.base import Policy, PolicyReply
+from gymhub.registry import load_part
 
 # scheme -> "module:factory"; a factory takes the text after "scheme:" (or "") and options.
 POLICY_SCHEMES: dict[str, str] = {
@@ -31,11 +31,7 @@ def make_policy(spec: str | Policy, **options: Any) -> Policy:
         raise GymhubError(
             f"unknown policy {spec!r}; use one of {', '.join(s + ':...' for s in POLICY_SCHEMES)}"
         )
-    module_name, _, qualname = POLICY_SCHEMES[scheme].partition(":")
-    target: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    return target(argument, **options)
+    return load_part(POLICY_SCHEMES[scheme])(argument, **options)
 
 
 __all__ = ["POLICY_SCHEMES", "Policy", "PolicyReply", "make_policy"]

@@ -1,7 +1,9 @@
 """SQLAlchemy 2 models: runs, tasks, trajectories, turns, verdicts, path events.
 
 The pydantic types in :mod:`gymhub.types` are the source of truth; these tables hold them
-row by row so runs can be queried (pass rates, rule firing rates) in SQL.
+row by row so runs can be queried (pass rates, rule firing rates) in SQL. Columns and
+relationships carry the models' field names, so a row is written from ``model_dump()`` and
+read back with ``model_validate(row, from_attributes=True)``.
 """
 
 from __future__ import annotations
@@ -17,13 +19,28 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class IntegerBool(TypeDecorator[bool]):
+    """A bool kept in an INTEGER column (0 / 1), as stores have always held it."""
+
+    impl = Integer
+    cache_ok = True
+
+    def process_bind_param(self, value: bool | None, dialect: Dialect) -> int | None:
+        return None if value is None else int(value)
+
+    def process_result_value(self, value: int | None, dialect: Dialect) -> bool | None:
+        return None if value is None else bool(value)
 
 
 def _now() -> dt.datetime:
@@ -70,7 +87,7 @@ class TrajectoryRow(Base):
     verifier_version: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    truncated: Mapped[int] = mapped_column(Integer, default=0)
+    truncated: Mapped[bool] = mapped_column(IntegerBool, default=False)
     timings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(default=_now)
     turns: Mapped[list[TurnRow]] = relationship(order_by="TurnRow.index", cascade="all, delete-orphan")
@@ -101,7 +118,7 @@ class VerdictRow(Base):
     verifier_version: Mapped[str] = mapped_column(String(64))
     digest: Mapped[str] = mapped_column(String(64))
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    events: Mapped[list[PathEventRow]] = relationship(
+    path_events: Mapped[list[PathEventRow]] = relationship(
         order_by="PathEventRow.index", cascade="all, delete-orphan"
     )
 
@@ -124,7 +141,7 @@ class VerdictLabelRow(Base):
     __tablename__ = "verdict_labels"
     trajectory_id: Mapped[str] = mapped_column(ForeignKey("trajectories.id"), primary_key=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
-    verdict_right: Mapped[int] = mapped_column(Integer)
+    verdict_right: Mapped[bool] = mapped_column(IntegerBool)
     note: Mapped[str] = mapped_column(Text, default="")
     reviewer: Mapped[str] = mapped_column(String(200), default="")
     updated_at: Mapped[dt.datetime] = mapped_column(default=_now)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import create_engine, event, inspect, select, tuple_
+from sqlalchemy import Select, create_engine, event, inspect, select, tuple_
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import selectinload, sessionmaker
@@ -26,13 +25,16 @@ from gymhub.store.models import (
     VerdictLabelRow,
     VerdictRow,
 )
-from gymhub.types import Message, PathEvent, Task, Trajectory, Turn, Verdict
+from gymhub.types import Task, Trajectory
 
 DEFAULT_URL = "sqlite:///gymhub.db"
 
 
-@dataclass(frozen=True)
-class RunInfo:
+class RunInfo(BaseModel):
+    """A run as the store holds it: what was rolled out, on which tasks, with which settings."""
+
+    model_config = ConfigDict(frozen=True, from_attributes=True)
+
     id: str
     env_id: str
     policy: str
@@ -46,7 +48,7 @@ class RunInfo:
 class VerdictLabel(BaseModel):
     """A person's review of one trajectory's verdict (``gymhub review``): right or wrong, and why."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, from_attributes=True)
 
     trajectory_id: str
     run_id: str
@@ -234,18 +236,7 @@ class TrajectoryStore:
         """The run, or None when the store has no run of that id."""
         with self._reading(), self._sessions() as session:
             row = session.get(RunRow, run_id)
-            if row is None:
-                return None
-            return RunInfo(
-                id=row.id,
-                env_id=row.env_id,
-                policy=row.policy,
-                split=row.split,
-                group_size=row.group_size,
-                seed=row.seed,
-                task_ids=list(row.task_ids),
-                config=dict(row.config or {}),
-            )
+            return None if row is None else RunInfo.model_validate(row)
 
     def list_runs(self) -> list[RunInfo]:
         with self._reading(), self._sessions() as session:
@@ -282,62 +273,39 @@ class TrajectoryStore:
             return {(task_id, k) for task_id, k in rows}
 
     def load_trajectories(self, run_id: str, task_id: str | None = None) -> list[Trajectory]:
-        query = (
-            select(TrajectoryRow)
-            .where(TrajectoryRow.run_id == run_id)
-            .options(
-                selectinload(TrajectoryRow.turns),
-                selectinload(TrajectoryRow.verdict).selectinload(VerdictRow.events),
-            )
-            .order_by(TrajectoryRow.task_id, TrajectoryRow.sample_index)
-        )
-        if task_id is not None:
-            query = query.where(TrajectoryRow.task_id == task_id)
-        with self._reading(), self._sessions() as session:
-            return [_trajectory_from_row(row) for row in session.scalars(query)]
+        """The run's trajectories (of one task, with ``task_id``) in (task, sample) order."""
+        return list(self.iter_trajectories(run_id, task_id=task_id))
 
     def load_group(self, run_id: str, task_id: str) -> list[Trajectory]:
         return self.load_trajectories(run_id, task_id)
 
-    def iter_trajectories(self, run_id: str, *, batch_size: int = 500) -> Iterator[Trajectory]:
-        """Every trajectory of a run in (task, sample) order, read ``batch_size`` at a time
-        (keyset pages): memory stays flat however many the run holds."""
-        after: tuple[str, int] | None = None
-        while True:
-            query = (
-                select(TrajectoryRow)
-                .where(TrajectoryRow.run_id == run_id)
-                .options(
-                    selectinload(TrajectoryRow.turns),
-                    selectinload(TrajectoryRow.verdict).selectinload(VerdictRow.events),
-                )
-                .order_by(TrajectoryRow.task_id, TrajectoryRow.sample_index)
-                .limit(batch_size)
+    def iter_trajectories(
+        self, run_id: str, *, task_id: str | None = None, batch_size: int = 500
+    ) -> Iterator[Trajectory]:
+        """The run's trajectories in (task, sample) order, read ``batch_size`` at a time (keyset
+        pages): memory stays flat however many the run holds."""
+        query = _trajectories_where(TrajectoryRow.run_id == run_id)
+        if task_id is not None:
+            query = query.where(TrajectoryRow.task_id == task_id)
+        query = query.order_by(TrajectoryRow.task_id, TrajectoryRow.sample_index).limit(batch_size)
+        page = self._read_trajectories(query)
+        yield from page
+        while len(page) == batch_size:
+            after = tuple_(TrajectoryRow.task_id, TrajectoryRow.sample_index) > tuple_(
+                page[-1].task_id, page[-1].sample_index
             )
-            if after is not None:
-                query = query.where(
-                    tuple_(TrajectoryRow.task_id, TrajectoryRow.sample_index) > tuple_(*after)
-                )
-            with self._reading(), self._sessions() as session:
-                page = [_trajectory_from_row(row) for row in session.scalars(query)]
+            page = self._read_trajectories(query.where(after))
             yield from page
-            if len(page) < batch_size:
-                return
-            after = (page[-1].task_id, page[-1].sample_index)
 
     def load_trajectory(self, run_id: str, trajectory_id: str) -> Trajectory | None:
         """One trajectory of a run, or None when the run has no trajectory of that id."""
-        query = (
-            select(TrajectoryRow)
-            .where(TrajectoryRow.run_id == run_id, TrajectoryRow.id == trajectory_id)
-            .options(
-                selectinload(TrajectoryRow.turns),
-                selectinload(TrajectoryRow.verdict).selectinload(VerdictRow.events),
-            )
-        )
+        query = _trajectories_where(TrajectoryRow.run_id == run_id, TrajectoryRow.id == trajectory_id)
+        found = self._read_trajectories(query)
+        return found[0] if found else None
+
+    def _read_trajectories(self, query: Select[TrajectoryRow]) -> list[Trajectory]:
         with self._reading(), self._sessions() as session:
-            row = session.scalars(query).first()
-            return None if row is None else _trajectory_from_row(row)
+            return [Trajectory.model_validate(row, from_attributes=True) for row in session.scalars(query)]
 
     def task_prompts(self, task_ids: list[str]) -> dict[str, str]:
         """task id -> its prompt (the public part), for the tasks the store knows."""
@@ -378,32 +346,17 @@ class TrajectoryStore:
             if row is None:
                 row = VerdictLabelRow(trajectory_id=trajectory_id, run_id=run_id)
                 session.add(row)
-            row.verdict_right = int(verdict_right)
+            row.verdict_right = verdict_right
             row.note = note
             row.reviewer = reviewer
             row.updated_at = _now_utc()
-        return VerdictLabel(
-            trajectory_id=trajectory_id,
-            run_id=run_id,
-            verdict_right=verdict_right,
-            note=note,
-            reviewer=reviewer,
-        )
+            return VerdictLabel.model_validate(row)
 
     def labels(self, run_id: str) -> dict[str, VerdictLabel]:
         """trajectory id -> the review of its verdict, for the run's reviewed trajectories."""
         query = select(VerdictLabelRow).where(VerdictLabelRow.run_id == run_id)
         with self._reading(), self._sessions() as session:
-            return {
-                row.trajectory_id: VerdictLabel(
-                    trajectory_id=row.trajectory_id,
-                    run_id=row.run_id,
-                    verdict_right=bool(row.verdict_right),
-                    note=row.note,
-                    reviewer=row.reviewer,
-                )
-                for row in session.scalars(query)
-            }
+            return {row.trajectory_id: VerdictLabel.model_validate(row) for row in session.scalars(query)}
 
 
 def _now_utc() -> dt.datetime:
@@ -435,101 +388,32 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _trajectory_row(run_id: str, t: Trajectory) -> TrajectoryRow:
-    row = TrajectoryRow(
-        id=t.id,
-        run_id=run_id,
-        task_id=t.task_id,
-        env_id=t.env_id,
-        sample_index=t.sample_index,
-        policy=t.policy,
-        seed=t.seed,
-        env_version=t.env_version,
-        verifier_version=t.verifier_version,
-        status=t.status,
-        error=t.error,
-        truncated=int(t.truncated),
-        timings=dict(t.timings),
+def _trajectories_where(*conditions: Any) -> Select[TrajectoryRow]:
+    """Trajectory rows with their turns, verdicts and path events loaded in the same read."""
+    return (
+        select(TrajectoryRow)
+        .where(*conditions)
+        .options(
+            selectinload(TrajectoryRow.turns),
+            selectinload(TrajectoryRow.verdict).selectinload(VerdictRow.path_events),
+        )
     )
-    row.turns = [
-        TurnRow(
-            index=i,
-            source=turn.source,
-            messages=[m.model_dump(mode="json") for m in turn.messages],
-            token_ids=list(turn.token_ids),
-            logprobs=None if turn.logprobs is None else list(turn.logprobs),
-            prompt_token_ids=(None if turn.prompt_token_ids is None else list(turn.prompt_token_ids)),
-            loss_mask=list(turn.loss_mask),
-            timings=dict(turn.timings),
-        )
-        for i, turn in enumerate(t.turns)
-    ]
-    if t.verdict is not None:
-        v = t.verdict
-        row.verdict = VerdictRow(
-            outcome=v.outcome,
-            path_signal=v.path_signal,
-            details=v.details,
-            verifier=v.verifier,
-            verifier_version=v.verifier_version,
-            digest=v.digest,
-            error=v.error,
-        )
-        row.verdict.events = [
-            PathEventRow(index=i, step=e.step, rule=e.rule, kind=e.kind, value=e.value, evidence=e.evidence)
-            for i, e in enumerate(v.path_events)
+
+
+def _columns(table: type[Base], fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a model's ``model_dump()`` that are columns of ``table``."""
+    names = table.__table__.columns.keys()
+    return {name: value for name, value in fields.items() if name in names}
+
+
+def _trajectory_row(run_id: str, t: Trajectory) -> TrajectoryRow:
+    fields = t.model_dump()
+    row = TrajectoryRow(run_id=run_id, **_columns(TrajectoryRow, fields))
+    row.turns = [TurnRow(index=i, **_columns(TurnRow, turn)) for i, turn in enumerate(fields["turns"])]
+    if fields["verdict"] is not None:
+        row.verdict = VerdictRow(**_columns(VerdictRow, fields["verdict"]))
+        row.verdict.path_events = [
+            PathEventRow(index=i, **_columns(PathEventRow, event))
+            for i, event in enumerate(fields["verdict"]["path_events"])
         ]
     return row
-
-
-def _trajectory_from_row(row: TrajectoryRow) -> Trajectory:
-    verdict = None
-    if row.verdict is not None:
-        v = row.verdict
-        verdict = Verdict(
-            outcome=v.outcome,
-            path_signal=v.path_signal,
-            details=v.details,
-            verifier=v.verifier,
-            verifier_version=v.verifier_version,
-            digest=v.digest,
-            error=v.error,
-            path_events=tuple(
-                PathEvent(
-                    step=e.step,
-                    rule=e.rule,
-                    kind=e.kind,  # type: ignore[arg-type]
-                    value=e.value,
-                    evidence=e.evidence,
-                )
-                for e in v.events
-            ),
-        )
-    turns = tuple(
-        Turn(
-            source=turn.source,  # type: ignore[arg-type]
-            messages=tuple(Message.model_validate(m) for m in turn.messages),
-            token_ids=tuple(turn.token_ids),
-            logprobs=None if turn.logprobs is None else tuple(turn.logprobs),
-            prompt_token_ids=(None if turn.prompt_token_ids is None else tuple(turn.prompt_token_ids)),
-            loss_mask=tuple(turn.loss_mask),
-            timings=dict(turn.timings),
-        )
-        for turn in row.turns
-    )
-    return Trajectory(
-        id=row.id,
-        task_id=row.task_id,
-        env_id=row.env_id,
-        sample_index=row.sample_index,
-        turns=turns,
-        verdict=verdict,
-        policy=row.policy,
-        seed=row.seed,
-        env_version=row.env_version,
-        verifier_version=row.verifier_version,
-        status=row.status,  # type: ignore[arg-type]
-        error=row.error,
-        truncated=bool(row.truncated),
-        timings=dict(row.timings),
-    )

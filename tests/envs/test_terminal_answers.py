@@ -9,7 +9,7 @@ import pytest
 
 import gymhub
 from gymhub.env import message_from_openai
-from gymhub.envs.terminal.tasks import GENERATORS, build_terminal_tasks
+from gymhub.envs.terminal.tasks import GENERATORS, build_terminal_tasks, difficulty_of
 from gymhub.policies.base import PolicyReply
 from gymhub.tool_calls import scripted_tool_calls
 from gymhub.types import Message
@@ -42,7 +42,7 @@ def test_no_gold_answer_fits_more_than_three_percent_of_a_kind() -> None:
 @pytest.mark.parametrize("kind", sorted(GENERATORS))
 def test_the_generators_spread_answers_before_any_deduplication(kind: str) -> None:
     """Drawn freely (no task-set filter), the most frequent answer is still rare."""
-    answers = [GENERATORS[kind](random.Random(f"spread:{i}"), 1 + i % 3)["answer"] for i in range(600)]
+    answers = [GENERATORS[kind](random.Random(f"spread:{i}"), difficulty_of(i)).answer for i in range(600)]
     assert _top_share(answers) <= MAX_SHARE, Counter(answers).most_common(3)
 
 

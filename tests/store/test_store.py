@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, text
 import gymhub
 from gymhub.store import open_store
 from gymhub.store.export import export_jsonl, export_parquet, read_jsonl, to_dataset
-from gymhub.types import Message, Trajectory, Turn
+from gymhub.types import Message, PathEvent, ToolCall, Trajectory, Turn, Verdict
 
 
 def _run(
@@ -77,6 +77,55 @@ def test_floats_and_tokens_round_trip(store_url: str) -> None:
     )
     assert store.add_trajectory("r", t)
     assert store.load_trajectories("r") == [t]
+
+
+def test_every_field_round_trips_and_bools_stay_integers_in_the_table(store_url: str) -> None:
+    """Rows are written from model_dump() and read back with model_validate: every field of a
+    trajectory (tool calls, path events, an errored and truncated episode) comes back equal,
+    and the columns keep the layout older stores have (truncated, verdict_right: 0 / 1)."""
+    store = open_store(store_url)
+    env = gymhub.make("toy-letters-v0")
+    store.create_run(
+        "r", env_id="toy-letters-v0", policy="p", split="train", group_size=1, seed=0, tasks=env.tasks[:1]
+    )
+    call = ToolCall(id="c1", name="grade", arguments='{"score": 1}')
+    verdict = Verdict.build(
+        verifier="v",
+        verifier_version="2",
+        outcome=0.5,
+        path_events=[PathEvent(step=1, rule="forbidden-tool", kind="penalty", value=-0.25, evidence="grade")],
+        details={"tests": [3, 5]},
+    ).model_copy(update={"digest": "d" * 64, "error": "late"})
+    t = Trajectory(
+        id="t1",
+        task_id=env.tasks[0].id,
+        env_id="toy-letters-v0",
+        turns=(
+            Turn(source="policy", messages=(Message(role="assistant", tool_calls=(call,)),)),
+            Turn(
+                source="env",
+                messages=(Message(role="tool", content="no", tool_call_id="c1", name="grade"),),
+            ),
+        ),
+        verdict=verdict,
+        policy="p",
+        seed=7,
+        env_version="1",
+        verifier_version="2",
+        status="errored",
+        error="boom",
+        truncated=True,
+        timings={"episode_s": 1.5},
+    )
+    assert store.add_trajectory("r", t)
+    assert store.load_trajectories("r") == [t]
+    assert store.load_trajectory("r", "t1") == t
+    store.set_label("r", "t1", verdict_right=False, note="no")
+    assert store.labels("r")["t1"].verdict_right is False
+    with create_engine(store_url).connect() as conn:
+        assert conn.execute(text("SELECT truncated FROM trajectories")).scalar_one() == 1
+        assert conn.execute(text("SELECT verdict_right FROM verdict_labels")).scalar_one() == 0
+    store.close()
 
 
 def test_duplicates_are_refused(store_url: str) -> None:

@@ -208,3 +208,46 @@ def test_tensorboard_and_wandb_logs_when_asked(
     GRPOTrainer(cfg).train()
     assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
     assert list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
+
+
+def test_scored_positions_match_a_full_log_softmax(tmp_path: Path, tiny_model_path: Path) -> None:
+    """token_logprobs scores from the batch's first completion position only (logit minus
+    logsumexp, the head run there alone): the same numbers as a full log-softmax, 0 before."""
+    cfg = _cfg(tmp_path, tiny_model_path, tasks_per_step=2, temperature=0.7)
+    trainer = GRPOTrainer(cfg)
+    batch = _multiturn_batch(trainer)
+    first = batch.first_target
+    assert first > 0 and not batch.loss_mask[:, :first].any()  # no policy token before it
+    assert batch.loss_mask[:, first].any()  # the shortest prompt's completion starts there
+    with torch.no_grad():
+        scored = token_logprobs(
+            trainer.model, batch.input_ids, batch.attention, batch.targets, cfg.temperature, first
+        )
+        logits = trainer.model(input_ids=batch.input_ids, attention_mask=batch.attention).logits
+        full = torch.log_softmax(logits[:, :-1].float() / cfg.temperature, -1)
+        full = full.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1)
+    assert scored.shape == full.shape
+    assert torch.count_nonzero(scored[:, :first]) == 0
+    assert torch.allclose(scored[:, first:], full[:, first:], atol=1e-5)
+
+
+def test_a_step_decodes_all_its_episodes_in_one_batch(tmp_path: Path, tiny_model_path: Path) -> None:
+    """Episodes that start together are decoded together: the batcher waits for those still
+    rendering their prompt instead of decoding twice (half a batch, then the rest)."""
+    cfg = _cfg(tmp_path, tiny_model_path, tasks_per_step=3, group_size=4, concurrency=12, steps=2)
+    trainer = GRPOTrainer(cfg)
+    policy = trainer.generator.policy()
+    batches: list[int] = []
+    decode = policy.generate_batch
+
+    def counted(prompts: list[list[int]], seeds: list[int | None], limits: list[int] | None = None) -> Any:
+        batches.append(len(prompts))
+        return decode(prompts, seeds, limits)
+
+    policy.generate_batch = counted  # type: ignore[method-assign]
+    for _ in range(2):  # the first step renders every prompt; the second finds them remembered
+        batches.clear()
+        groups, _ = trainer.sample()
+        trainer.step += 1
+        assert batches == [12]
+        assert sum(len(g.trajectories) for g in groups) == 12

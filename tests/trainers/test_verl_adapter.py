@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import gymhub
@@ -166,3 +167,35 @@ def test_base_tool_shares_one_episode_per_rollout_and_rewards_at_the_end() -> No
     beta = gymhub.make("mcp-tools-v0").reward_config.beta
     assert metrics["outcome"] == 1.0 and reward == pytest.approx(1.0 + beta * metrics["path_signal"])
     assert "rollout-1" not in GymhubTool._episodes  # released when the episode ended
+
+
+def test_gdpo_overrides_make_verl_normalise_each_channel_as_gymhub_does() -> None:
+    """verl's own gdpo estimator, configured by gdpo_overrides, on one group of real verdicts."""
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
+    overrides = gymhub_verl.gdpo_overrides("toy-letters-v0")
+    algorithm = OmegaConf.from_dotlist([o.removeprefix("algorithm.") for o in overrides])
+    env = gymhub.make("toy-letters-v0")
+    task = env.tasks[0]
+    replies = ["aaaa", "aazz", "zz", "", "azzz", "aaaa"]
+    scores = [gymhub_verl.compute_score("toy-letters-v0", r, task.id) for r in replies]
+    _, gymhub_advantages = env.reward_config.combine(
+        [gymhub_verl._scorer("toy-letters-v0").score(task.id, r) for r in replies]
+    )
+    n, length = len(replies), 3  # every response 3 tokens long
+    estimator = get_adv_estimator_fn(algorithm.adv_estimator)
+    advantages, _ = estimator(
+        token_level_rewards=torch.zeros(n, length),
+        response_mask=torch.ones(n, length),
+        index=np.array(["group-0"] * n, dtype=object),
+        config=algorithm,
+        non_tensor_batch={key: np.array([s[key] for s in scores]) for key in ("outcome", "path_signal")},
+        batch={"prompts": torch.zeros(n, 2), "attention_mask": torch.ones(n, 2 + length, dtype=torch.long)},
+    )
+    verl_advantages = advantages[:, 0].tolist()
+    assert len(set(gymhub_advantages)) > 2
+    # With equal lengths, verl's batch whitening leaves a scale: verl's advantage = c · gymhub's.
+    scale = verl_advantages[0] / gymhub_advantages[0]
+    assert scale > 0
+    assert verl_advantages == pytest.approx([scale * a for a in gymhub_advantages], rel=1e-4, abs=1e-5)

@@ -41,7 +41,9 @@ objects), reads of files under the interpreter's own import path (imports read t
 
 Known gaps — CPython 3.11 raises no audit event for: ``ctypes.memmove``/``ctypes.cast`` once
 ctypes is loaded (the harness unloads the job server's ctypes so that importing it is seen, but
-its classes stay reachable through ``object.__subclasses__()``); ``_posixsubprocess.fork_exec``;
+its classes stay reachable through ``object.__subclasses__()``); ``_posixsubprocess.fork_exec``
+(closed another way: the harness sets ``RLIMIT_NPROC`` to 0 before the candidate runs, so no
+process or thread can be created at all, and the audited ways report before they fail);
 ``frame.f_back``, ``function.__globals__``, closures. The AST rule flags those names (a cheap
 check, dodged by ``getattr``); beyond it the sandbox (uid, namespaces, seccomp, rlimits) is the
 boundary.
@@ -400,6 +402,10 @@ def main(request):
     mb = 1024 * 1024
     if "memory_mb" in limits:
         resource.setrlimit(resource.RLIMIT_AS, (limits["memory_mb"] * mb,) * 2)
+    # No new process or thread, however made: ``_posixsubprocess.fork_exec`` raises no audit
+    # event, and a child program runs without the hook. A limit of 0 makes every fork, vfork
+    # and clone of this uid fail (EAGAIN); the audited ways still report before they fail.
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
     sys.setrecursionlimit(5000)
     # A private copy of the channel, which the hook watches; fd 3 stays open for the candidate
     # to (harmlessly) abuse.

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, ClassVar
 
-from gymhub.types import PathEvent
-from gymhub.verifiers.rlvp.base import Rule, RuleContext
+from gymhub.types import PathEvent, Task
+from gymhub.verifiers.rlvp.base import Rule, RuleContext, ToolStep
 
 _PASSED = re.compile(
     r"(\d+)\s*/\s*(\d+)\s+(?:visible\s+)?tests?\s+passed|passed[:\s]+(\d+)\s*/\s*(\d+)", re.I
@@ -46,13 +47,51 @@ class VisibleTestsImprovedRule(Rule):
         return events
 
 
+def _reference_arguments(task: Task, tool: str) -> list[dict[str, str]]:
+    """The arguments (values as text) of each call of ``tool`` in the task's reference script
+    (``task.hidden["solutions"]["reference"]``, OpenAI messages); empty without one."""
+    solutions = task.hidden.get("solutions")
+    script = solutions.get("reference") if isinstance(solutions, dict) else None
+    found: list[dict[str, str]] = []
+    for message in script if isinstance(script, list) else []:
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        for call in calls if isinstance(calls, list) else []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict) or function.get("name") != tool:
+                continue
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except (TypeError, ValueError):
+                continue
+            if isinstance(arguments, dict):
+                found.append(_as_text(arguments))
+    return found
+
+
+def _as_text(arguments: dict[str, Any]) -> dict[str, str]:
+    return {str(k): str(v).strip() for k, v in arguments.items()}
+
+
+def on_task(task: Task, ts: ToolStep) -> bool:
+    """Does this call concern the task's own entities? When the task's reference script calls
+    the same tool, the call must pass the same argument values (as text: ``"1005"`` is
+    ``1005``); otherwise any call of the tool does. A look-up of another customer, order or
+    SKU (another task's script replayed blind) is no progress on this one."""
+    wanted = _reference_arguments(task, ts.call.name)
+    if not wanted:
+        return True
+    given = _as_text(ts.arguments())
+    return any(all(given.get(k) == v for k, v in w.items()) for w in wanted)
+
+
 def _first_mutations(
     context: RuleContext, preconditions: list[str], mutations: list[str]
 ) -> list[tuple[int, str, bool]]:
-    """``(step, tool, preceded)`` for each successful mutation call."""
+    """``(step, tool, preceded)`` for each successful mutation call; a check counts only when
+    it concerns the task's own entities (:func:`on_task`)."""
     checked, out = False, []
     for ts in context.tool_steps():
-        if ts.call.name in preconditions and not ts.failed:
+        if ts.call.name in preconditions and not ts.failed and on_task(context.task, ts):
             checked = True
         elif ts.call.name in mutations and not ts.failed:
             out.append((ts.step, ts.call.name, checked))
@@ -112,7 +151,7 @@ class EvidenceRetrievedRule(Rule):
 
 class RequiredLookupsRule(Rule):
     """Progress: each look-up the task requires (``task.metadata[key]``: public tool names) done
-    successfully, once."""
+    successfully, once, on the task's own entities (:func:`on_task`)."""
 
     id, kind, value = "required-lookups", "progress", 1.0
     defaults: ClassVar[dict[str, Any]] = {"key": "required"}
@@ -122,7 +161,12 @@ class RequiredLookupsRule(Rule):
         done: set[str] = set()
         events = []
         for ts in context.tool_steps():
-            if ts.call.name in required and ts.call.name not in done and not ts.failed:
+            if (
+                ts.call.name in required
+                and ts.call.name not in done
+                and not ts.failed
+                and on_task(context.task, ts)
+            ):
                 done.add(ts.call.name)
                 events.append(self.event(ts.step, f"looked up with {ts.call.name}", scale=1 / len(required)))
         return events
