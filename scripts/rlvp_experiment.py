@@ -1,9 +1,9 @@
 """The RLVP experiments on CPU: does the path signal do what it promises?
 
-1. ``violations``: toy-protected-v0, GRPO from the same tiny random-initialised model and
-   seeds with β = 0 and with β > 0. Both must learn the task (success ≥ 0.9); with β > 0 the
-   violations per episode (characters typed into protected cells) must fall to at most a
-   fifth of β = 0's.
+1. ``violations``: toy-protected-v0 (two turns: a route, then the letter), GRPO from the same
+   tiny random-initialised model and seeds with β = 0 and with β > 0. Both must learn the task
+   (success ≥ 0.9); with β > 0 the violations per episode (routes that step on a protected
+   cell) must fall to at most a fifth of β = 0's.
 2. ``progress``: toy-subgoal-v0 (sparse outcome: exactly "cc"), with the first-letter
    progress credit (β > 0) and without it (β = 0): GRPO steps until success reaches 0.9.
 
@@ -63,6 +63,8 @@ EXPERIMENTS = {
         env="toy-protected-v0",
         arms=(Arm("beta=0", 0.0), Arm("beta=0.5", 0.5)),
         steps=30,
+        max_new_tokens=1,  # per turn: the route, then the letter
+        max_turns=2,
         lr=5e-3,
     ),
     # The GPU comparison (scripts/rlvp_gpu.sh): SmolLM2-135M on terminal-v0, vLLM sampling.
@@ -112,6 +114,9 @@ def alphabet(env_id: str) -> str:
 
     env = gymhub.make(env_id)
     chars = {ch for t in env.all_tasks for ch in t.prompt + str(t.hidden["letter"])}
+    for t in env.all_tasks:  # the scripted replies' characters (e.g. toy-protected-v0's routes)
+        for messages in t.hidden.get("solutions", {}).values():
+            chars |= {ch for m in messages for ch in m["content"]}
     env.close()
     return "".join(sorted(chars))
 

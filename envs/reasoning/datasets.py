@@ -15,7 +15,7 @@ no credit to the hacks), and counted only when it returns exactly 1.0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 REASONING_GYM_VERSION = "0.1.25"
@@ -29,12 +29,17 @@ RULES: dict[str, Any] = {
 }
 
 
+DRAWS = 60  # seeds drawn per split (train and eval) unless a row draws fewer
+
+
 @dataclass(frozen=True)
 class DatasetInfo:
     name: str
     answer_type: str  # one of gymhub.envs.reasoning.answers.ANSWER_TYPES
-    scoring: str  # "exact" | "checker"
+    scoring: str = "exact"  # "exact" | "checker"
     left_out: str = ""  # why the dataset is not registered ("" when it is)
+    draws: int = DRAWS  # seeds drawn per split: fewer for a dataset that is slow to generate
+    config: dict[str, Any] = field(default_factory=dict)  # reasoning-gym config fields set
 
     @property
     def env_id(self) -> str:
@@ -46,17 +51,11 @@ class DatasetInfo:
 
 
 _SLOW = (
-    "generating is slow here (~{} s per 120 items on the 2-core test machine): over the test "
-    "budget of 3 min for every rg env"
+    "generating is slow here (~{} s per 120 items on the 2-core test machine{}): over the "
+    "test budget of 3 min for every rg env"
 )
-_FLOOR = (
-    "blind floor: the constant answer {!r} scores {} on a {} sample (the floor is 0.05): "
-    "the answer space is too small"
-)
-_FREQUENT = (
-    "blind floor: blind:frequent (the most frequent train answer) scores {} on a {} sample "
-    "(the floor is 0.05): the answer space is too small"
-)
+FREQUENT = "blind:frequent"  # _blind's `by`: the most frequent train answer
+_FLOOR = "blind floor: {} scores {} on a {} sample (the floor is 0.05): the answer space is too small"
 _UNSTABLE = (
     "not reproducible: the same seeds give other tasks under another PYTHONHASHSEED "
     "(the generator's output depends on Python's hash seed), so task ids differ between processes"
@@ -65,129 +64,168 @@ _NO_GOLD = (
     "no gold answer in the generator's output (many valid answers, no reference solution): "
     "the reference-policy check cannot hold"
 )
-# name: (answer type, scoring, reason left out or "")
-_TABLE: dict[str, tuple[str, str, str]] = {
-    "ab": ("list", "exact", ""),
-    "acre": ("word", "exact", _FREQUENT.format(0.50, "train")),
-    "advanced_geometry": ("text", "exact", ""),
-    "aiw": ("integer", "exact", _FREQUENT.format(0.31, "eval")),
-    "arc_1d": ("list", "exact", ""),
-    "arc_agi": ("grid", "exact", _SLOW.format(7)),
-    "base_conversion": ("word", "exact", ""),
-    "basic_arithmetic": ("integer", "exact", _FLOOR.format("0", 0.09, "eval")),
-    "bf": ("word", "exact", ""),
-    "binary_alternation": ("integer", "exact", _FLOOR.format("1", 0.06, "eval")),
-    "binary_matrix": ("grid", "exact", ""),
-    "bitwise_arithmetic": ("word", "exact", ""),
-    "boxnet": ("text", "checker", _NO_GOLD),
-    "caesar_cipher": ("word", "exact", ""),
-    "calendar_arithmetic": ("word", "exact", _FLOOR.format("no", 0.08, "eval")),
-    "chain_sum": ("integer", "exact", ""),
-    "circuit_logic": ("integer", "exact", _FLOOR.format("0", 0.55, "train")),
-    "codeio": ("structure", "exact", _UNSTABLE),
-    "coin_flip": ("number", "exact", ""),
-    "color_cube_rotation": ("word", "exact", _FREQUENT.format(0.20, "train")),
-    "complex_arithmetic": ("expression", "exact", ""),
-    "composite": (
-        "text",
-        "exact",
-        "a meta-dataset that mixes the others (it needs a list of datasets); "
-        "use the RG_MIX preset or GRPOConfig(env={...}) instead",
-    ),
-    "count_bits": ("integer", "exact", _FREQUENT.format(0.08, "eval")),
-    "count_primes": ("integer", "exact", ""),
-    "countdown": ("expression", "checker", _SLOW.format(12)),
-    "course_schedule": ("word", "exact", _FLOOR.format("True", 0.5, "train")),
-    "cryptarithm": ("set", "exact", ""),
-    "decimal_arithmetic": ("number", "exact", ""),
-    "decimal_chain_sum": ("number", "exact", ""),
-    "dice": ("number", "exact", _FREQUENT.format(0.10, "train")),
-    "emoji_mystery": ("text", "exact", ""),
-    "family_relationships": ("word", "exact", _FREQUENT.format(0.06, "eval")),
-    "figlet_font": ("word", "exact", ""),
-    "fraction_simplification": ("word", "exact", ""),
-    "futoshiki": ("grid", "exact", _SLOW.format(160)),
-    "game_of_life": ("structure", "exact", _SLOW.format(7)),
-    "game_of_life_halting": ("word", "exact", _FLOOR.format("True", 0.3, "train")),
-    "gcd": ("integer", "exact", _FLOOR.format("1", 0.15, "train")),
-    "graph_color": ("text", "checker", _NO_GOLD),
-    "group_anagrams": ("structure", "checker", ""),
-    "gsm_symbolic": ("integer", "exact", _FREQUENT.format(0.15, "train")),
-    "intermediate_integration": ("expression", "checker", _SLOW.format(40)),
-    "isomorphic_strings": ("word", "exact", _FLOOR.format("True", 0.65, "train")),
-    "jugs": ("structure", "checker", ""),
-    "kakurasu": ("grid", "exact", ""),
-    "knight_swap": ("structure", "exact", _SLOW.format(700)),
-    "knights_knaves": ("text", "exact", ""),
-    "largest_island": ("integer", "exact", _FLOOR.format("0", 0.3, "train")),
-    "lcm": ("integer", "exact", ""),
-    "leg_counting": ("integer", "exact", ""),
-    "letter_counting": ("integer", "exact", _FLOOR.format("1", 0.4, "train")),
-    "letter_jumble": ("text", "exact", ""),
-    "list_functions": ("structure", "exact", _UNSTABLE),
-    "mahjong_puzzle": ("word", "exact", _FREQUENT.format(0.45, "train")),
-    "manipulate_matrix": ("grid", "exact", ""),
-    "maze": ("integer", "exact", _FREQUENT.format(0.20, "eval")),
-    "mini_sudoku": ("grid", "exact", ""),
-    "modulo_grid": ("grid", "exact", ""),
-    "n_queens": ("grid", "checker", ""),
-    "needle_haystack": ("word", "exact", ""),
-    "number_filtering": ("list", "exact", ""),
-    "number_format": ("number", "exact", ""),
-    "number_sequence": ("integer", "exact", _FLOOR.format("0", 0.1, "train")),
-    "number_sorting": ("list", "exact", ""),
-    "palindrome_generation": ("word", "checker", ""),
-    "palindrome_partitioning": ("structure", "checker", ""),
-    "path_star": ("list", "exact", ""),
-    "polynomial_equations": ("set", "checker", _SLOW.format(22)),
-    "polynomial_multiplication": ("expression", "checker", _UNSTABLE),
-    "pool_matrix": ("grid", "exact", ""),
-    "power_function": ("number", "exact", _FLOOR.format("1", 0.1, "train")),
-    "prime_factorization": ("expression", "exact", ""),
-    "products": ("integer", "exact", _FLOOR.format("0", 0.1, "train")),
-    "propositional_logic": ("text", "checker", _NO_GOLD),
-    "puzzle24": ("expression", "checker", _SLOW.format(60)),
-    "quantum_lock": ("text", "exact", _SLOW.format(25)),
-    "ransom_note": ("word", "exact", _FLOOR.format("True", 0.7, "train")),
-    "rearc": ("grid", "exact", ""),
-    "rectangle_count": ("integer", "exact", _FLOOR.format("1", 0.15, "train")),
-    "rotate_matrix": ("grid", "exact", ""),
-    "rotten_oranges": ("integer", "exact", _FREQUENT.format(0.30, "train")),
-    "rubiks_cube": ("text", "checker", _NO_GOLD),
-    "rush_hour": ("text", "checker", _NO_GOLD),
-    "self_reference": ("integer", "exact", _FREQUENT.format(0.40, "train")),
-    "sentence_reordering": ("text", "exact", ""),
-    "shortest_path": ("text", "checker", _FREQUENT.format(0.40, "train")),
-    "simple_equations": ("integer", "exact", _FLOOR.format("1", 0.12, "eval")),
-    "simple_geometry": ("integer", "exact", ""),
-    "simple_integration": ("expression", "checker", ""),
-    "sokoban": ("word", "checker", _SLOW.format(160)),
-    "spell_backward": ("word", "exact", ""),
-    "spiral_matrix": ("list", "exact", ""),
-    "string_insertion": ("word", "exact", ""),
-    "string_manipulation": ("word", "exact", ""),
-    "string_splitting": ("list", "exact", ""),
-    "string_synthesis": ("list", "exact", ""),
-    "sudoku": ("grid", "exact", _SLOW.format(20)),
-    "survo": ("grid", "exact", ""),
-    "syllogism": ("word", "exact", _FLOOR.format("yes", 0.85, "train")),
-    "time_intervals": ("word", "exact", ""),
-    "tower_of_hanoi": ("grid", "checker", ""),
-    "tsumego": ("word", "exact", ""),
-    "word_ladder": ("list", "checker", _SLOW.format(6)),
-    "word_sequence_reversal": ("list", "exact", ""),
-    "word_sorting": ("list", "exact", ""),
-    "zebra_puzzles": ("word", "exact", _SLOW.format(80)),
-}
+_POLYNOMIAL_EQUATIONS = (
+    "blind floor: the constant answer '0' scores 0.4 on a train sample (the floor is 0.05), and "
+    "its checker credits the candidates and lookalike hacks"
+)
+_ANSWER_IN_PROMPT = (
+    "check_env: the gold answer is in the prompt on some tasks (an example's output grid is the "
+    "test's output)"
+)
+_PUZZLE24 = (
+    "blind floor: blind:frequent (the most frequent train answer) scores 1.0 on a train sample: "
+    "its checker accepts any four numbers that make 24, not only the task's"
+)
+_SOKOBAN = (
+    "its checker is not exact: it credits the gold+junk, candidates, prose and lookalike hacks "
+    "(measured with a 6x6 board, 4 boxes: the default config is slow to generate)"
+)
+_EVALS = (
+    "unsafe checker: reasoning-gym's scorer parses the answer with sympy's parse_expr, which "
+    "runs Python: an answer can execute code in the verifier's process"
+)
+_COMPOSITE = (
+    "a meta-dataset that mixes the others (it needs a list of datasets); "
+    "use the RG_MIX preset or GRPOConfig(env={...}) instead"
+)
 
-DATASETS: dict[str, DatasetInfo] = {
-    name: DatasetInfo(name, answer_type, scoring, reason)
-    for name, (answer_type, scoring, reason) in sorted(_TABLE.items())
-}
+
+def _ok(name: str, answer_type: str, scoring: str = "exact", **fewer: Any) -> DatasetInfo:
+    """A registered dataset (``fewer``: ``draws=``/``config=`` for one slow to generate)."""
+    return DatasetInfo(name, answer_type, scoring, **fewer)
+
+
+def _out(name: str, answer_type: str, reason: str, scoring: str = "exact") -> DatasetInfo:
+    return DatasetInfo(name, answer_type, scoring, left_out=reason)
+
+
+def _blind(
+    name: str, answer_type: str, by: str, mean: float, split: str, scoring: str = "exact"
+) -> DatasetInfo:
+    """Left out: the blind policy ``by`` (a constant answer, or FREQUENT) beats the floor."""
+    who = f"{FREQUENT} (the most frequent train answer)" if by == FREQUENT else f"the constant answer {by!r}"
+    return _out(name, answer_type, _FLOOR.format(who, mean, split), scoring)
+
+
+def _slow(name: str, answer_type: str, seconds: int, why: str = "", scoring: str = "exact") -> DatasetInfo:
+    """Left out: too slow to generate even with fewer draws (``why``: what was tried)."""
+    return _out(name, answer_type, _SLOW.format(seconds, why), scoring)
+
+
+_ROWS: list[DatasetInfo] = [
+    _ok("ab", "list"),
+    _blind("acre", "word", FREQUENT, 0.50, "train"),
+    _ok("advanced_geometry", "text"),
+    _blind("aiw", "integer", FREQUENT, 0.31, "eval"),
+    _ok("arc_1d", "list"),
+    _out("arc_agi", "grid", _ANSWER_IN_PROMPT),
+    _ok("base_conversion", "word"),
+    _blind("basic_arithmetic", "integer", "0", 0.09, "eval"),
+    _ok("bf", "word"),
+    _blind("binary_alternation", "integer", "1", 0.06, "eval"),
+    _ok("binary_matrix", "grid"),
+    _ok("bitwise_arithmetic", "word"),
+    _out("boxnet", "text", _NO_GOLD, scoring="checker"),
+    _ok("caesar_cipher", "word"),
+    _blind("calendar_arithmetic", "word", "no", 0.08, "eval"),
+    _ok("chain_sum", "integer"),
+    _blind("circuit_logic", "integer", "0", 0.55, "train"),
+    _out("codeio", "structure", _UNSTABLE),
+    _ok("coin_flip", "number"),
+    _blind("color_cube_rotation", "word", FREQUENT, 0.20, "train"),
+    _ok("complex_arithmetic", "expression"),
+    _out("composite", "text", _COMPOSITE),
+    _blind("count_bits", "integer", FREQUENT, 0.08, "eval"),
+    _ok("count_primes", "integer"),
+    _out("countdown", "expression", _EVALS, scoring="checker"),
+    _blind("course_schedule", "word", "True", 0.5, "train"),
+    _ok("cryptarithm", "set"),
+    _ok("decimal_arithmetic", "number"),
+    _ok("decimal_chain_sum", "number"),
+    _blind("dice", "number", FREQUENT, 0.10, "train"),
+    _ok("emoji_mystery", "text"),
+    _blind("family_relationships", "word", FREQUENT, 0.06, "eval"),
+    _ok("figlet_font", "word"),
+    _ok("fraction_simplification", "word"),
+    _ok("futoshiki", "grid", config={"max_board_size": 5}),  # boards up to 9x9: ~160 s per 120
+    _ok("game_of_life", "structure", config={"filled_cells": 30}),  # 10: an all-dead grid is frequent
+    _blind("game_of_life_halting", "word", "True", 0.3, "train"),
+    _blind("gcd", "integer", "1", 0.15, "train"),
+    _out("graph_color", "text", _NO_GOLD, scoring="checker"),
+    _ok("group_anagrams", "structure", scoring="checker"),
+    _blind("gsm_symbolic", "integer", FREQUENT, 0.15, "train"),
+    _out("intermediate_integration", "expression", _UNSTABLE, scoring="checker"),
+    _blind("isomorphic_strings", "word", "True", 0.65, "train"),
+    _ok("jugs", "structure", scoring="checker"),
+    _ok("kakurasu", "grid"),
+    _slow("knight_swap", "structure", 700, "; 40 items with max_steps 8 still took over 10 min"),
+    _ok("knights_knaves", "text"),
+    _blind("largest_island", "integer", "0", 0.3, "train"),
+    _ok("lcm", "integer"),
+    _ok("leg_counting", "integer"),
+    _blind("letter_counting", "integer", "1", 0.4, "train"),
+    _ok("letter_jumble", "text"),
+    _out("list_functions", "structure", _UNSTABLE),
+    _blind("mahjong_puzzle", "word", FREQUENT, 0.45, "train"),
+    _ok("manipulate_matrix", "grid"),
+    _blind("maze", "integer", FREQUENT, 0.20, "eval"),
+    _ok("mini_sudoku", "grid"),
+    _ok("modulo_grid", "grid"),
+    _ok("n_queens", "grid", scoring="checker"),
+    _ok("needle_haystack", "word"),
+    _ok("number_filtering", "list"),
+    _ok("number_format", "number"),
+    _blind("number_sequence", "integer", "0", 0.1, "train"),
+    _ok("number_sorting", "list"),
+    _ok("palindrome_generation", "word", scoring="checker"),
+    _ok("palindrome_partitioning", "structure", scoring="checker"),
+    _ok("path_star", "list"),
+    _out("polynomial_equations", "set", _POLYNOMIAL_EQUATIONS, scoring="checker"),
+    _out("polynomial_multiplication", "expression", _UNSTABLE, scoring="checker"),
+    _ok("pool_matrix", "grid"),
+    _blind("power_function", "number", "1", 0.1, "train"),
+    _ok("prime_factorization", "expression"),
+    _blind("products", "integer", "0", 0.1, "train"),
+    _out("propositional_logic", "text", _NO_GOLD, scoring="checker"),
+    _out("puzzle24", "expression", _PUZZLE24, scoring="checker"),
+    _ok("quantum_lock", "text"),
+    _blind("ransom_note", "word", "True", 0.7, "train"),
+    _ok("rearc", "grid"),
+    _blind("rectangle_count", "integer", "1", 0.15, "train"),
+    _ok("rotate_matrix", "grid"),
+    _blind("rotten_oranges", "integer", FREQUENT, 0.30, "train"),
+    _out("rubiks_cube", "text", _NO_GOLD, scoring="checker"),
+    _out("rush_hour", "text", _NO_GOLD, scoring="checker"),
+    _blind("self_reference", "integer", FREQUENT, 0.40, "train"),
+    _ok("sentence_reordering", "text"),
+    _blind("shortest_path", "text", FREQUENT, 0.40, "train", scoring="checker"),
+    _blind("simple_equations", "integer", "1", 0.12, "eval"),
+    _ok("simple_geometry", "integer"),
+    _out("simple_integration", "expression", _EVALS, scoring="checker"),
+    _out("sokoban", "word", _SOKOBAN, scoring="checker"),
+    _ok("spell_backward", "word"),
+    _ok("spiral_matrix", "list"),
+    _ok("string_insertion", "word"),
+    _ok("string_manipulation", "word"),
+    _ok("string_splitting", "list"),
+    _ok("string_synthesis", "list"),
+    _ok("sudoku", "grid"),
+    _ok("survo", "grid"),
+    _blind("syllogism", "word", "yes", 0.85, "train"),
+    _ok("time_intervals", "word"),
+    _ok("tower_of_hanoi", "grid", scoring="checker"),
+    _ok("tsumego", "word"),
+    _out("word_ladder", "list", _UNSTABLE, scoring="checker"),
+    _ok("word_sequence_reversal", "list"),
+    _ok("word_sorting", "list"),
+    _blind("zebra_puzzles", "word", FREQUENT, 0.30, "train"),
+]
+DATASETS: dict[str, DatasetInfo] = {info.name: info for info in sorted(_ROWS, key=lambda info: info.name)}
 
 
 def registry_spec(info: DatasetInfo) -> dict[str, Any]:
     how = "exact match after canonical normalisation" if info.scoring == "exact" else "its exact checker"
+    config = f" with {info.config}" if info.config else ""
     return {
         "id": info.env_id,
         "entry_point": "gymhub.envs.reasoning.env:ReasoningEnv",
@@ -197,8 +235,9 @@ def registry_spec(info: DatasetInfo) -> dict[str, Any]:
         "sandbox": "none",
         "verifier": "reasoning-answer",
         "task_set": (
-            f"reasoning-gym {REASONING_GYM_VERSION} '{info.name}', procedural: train from seeds "
-            "[0, 60), eval from [10^9, 10^9 + 60), each kept where its content split agrees"
+            f"reasoning-gym {REASONING_GYM_VERSION} '{info.name}'{config}, procedural: train from seeds "
+            f"[0, {info.draws}), eval from [10^9, 10^9 + {info.draws}), each kept where its content "
+            "split agrees"
         ),
         "kwargs": {"dataset": info.name, "max_turns": 1},
         "reward": {"beta": 0.1},

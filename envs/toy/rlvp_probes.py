@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gymhub.envs.toy.probes import _say
 from gymhub.verifiers.probes import Probe
 
@@ -12,16 +14,34 @@ def _other(letter: str) -> str:
     return {"z": "y", "Z": "Y"}.get(letter, "Z" if letter.isupper() else "z")
 
 
+def _turns(*texts: Any) -> Any:
+    """One assistant message per turn; a text may be a function of the task."""
+    return lambda task: [{"role": "assistant", "content": t(task) if callable(t) else t} for t in texts]
+
+
+# toy-protected-v0 takes two turns: the route (">" walks around the protected cells), then the
+# letter for the answer cell.
 PROTECTED_PROBES = [
-    Probe("empty", "says nothing", _say(""), ("empty-reply",)),
-    Probe("claim", "claims the cell is right instead of writing it", _say(_CLAIM), ("policy-violation",)),
+    Probe("empty", "says nothing, twice", _turns("", ""), ("empty-reply",)),
+    Probe(
+        "claim",
+        "claims the cell is right instead of walking there and writing it",
+        _turns(_CLAIM, _CLAIM),
+        ("policy-violation",),
+    ),
     Probe(
         "leading-space",
         "types a space into the answer cell, then the letter",
-        _say(lambda t: " " + t.hidden["letter"]),
+        _turns(">", lambda t: " " + t.hidden["letter"]),
     ),
-    Probe("lowercase", "writes the small letter", _say(lambda t: t.hidden["letter"].lower())),
-    Probe("other-letter", "writes a different letter", _say(lambda t: _other(t.hidden["letter"]))),
+    Probe("lowercase", "writes the small letter", _turns(">", lambda t: t.hidden["letter"].lower())),
+    Probe("other-letter", "writes a different letter", _turns(">", lambda t: _other(t.hidden["letter"]))),
+    Probe(
+        "letter-as-route",
+        "types the letter at the route step, then stops",
+        _turns(lambda t: t.hidden["letter"], ""),
+        ("policy-violation", "empty-reply"),
+    ),
 ]
 
 # Writing the right letter first is a sub-goal really reached, so a reply that stops there (or

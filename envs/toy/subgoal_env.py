@@ -13,14 +13,18 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from gymhub.envs.toy.single_reply import SingleReplyEnv
-from gymhub.types import Task, content_split
+from gymhub.envs.toy.single_reply import SingleReplyEnv, letter_tasks
+from gymhub.types import Task
 from gymhub.verifiers.base import BaseVerifier
 
 # Capital letters and a few symbols, the letter glued to a "*" (no blind reply writes it twice):
 # the ~30 characters a tiny model's vocabulary can be.
 LETTERS = string.ascii_uppercase
 PHRASINGS = ("*-{c}", "**-{c}", "=*-{c}", ":*-{c}")
+
+
+def scripted_replies(letter: str, wrong: str) -> dict[str, str | list[str]]:
+    return {"reference": letter * 2, "sub-goal only": letter + wrong, "once": letter, "thrice": letter * 3}
 
 
 class SubgoalVerifier(BaseVerifier):
@@ -39,22 +43,7 @@ class SubgoalVerifier(BaseVerifier):
 
 class SubgoalEnv(SingleReplyEnv):
     def load_tasks(self) -> list[Task]:
-        tasks = []
-        for letter in LETTERS:
-            wrong = "Z" if letter != "Z" else "A"
-            for phrasing in PHRASINGS:
-                hidden = {
-                    "letter": letter,
-                    "solutions": {
-                        "reference": [{"role": "assistant", "content": letter * 2}],
-                        "sub-goal only": [{"role": "assistant", "content": letter + wrong}],
-                        "once": [{"role": "assistant", "content": letter}],
-                        "thrice": [{"role": "assistant", "content": letter * 3}],
-                    },
-                }
-                task = Task.create(self.env_id, "train", phrasing.format(c=letter), hidden)
-                tasks.append(task.model_copy(update={"split": content_split(hidden)}))
-        return tasks
+        return letter_tasks(self.env_id, LETTERS, PHRASINGS, scripted_replies)
 
     def make_verifier(self) -> SubgoalVerifier:
         return SubgoalVerifier(self.rules)

@@ -155,3 +155,19 @@ def test_the_rlvp_rules_fire_on_loops_long_replies_and_a_broken_format() -> None
     clean = play(env, task, f"<answer>{gold}</answer>")
     assert not clean.path_events
     env.close()
+
+
+@pytest.mark.parametrize(
+    "info", [info for info in REGISTERED if info.scoring == "checker"], ids=lambda info: info.name
+)
+def test_no_checker_runs_the_answer_as_code(info: DatasetInfo, tmp_path: Path) -> None:
+    """reasoning-gym's n_queens scorer eval()s the answer, and countdown's and
+    simple_integration's parse it with sympy (which runs Python): a reply must never run."""
+    marker = tmp_path / "ran"
+    code = f"__import__('pathlib').Path({str(marker)!r}).write_text('x')"
+    env = gymhub.make(info.env_id)
+    task = env.tasks[0]
+    for payload in (code, f"[{code}]", f"{code} + x", f"exec({code!r})"):
+        assert play(env, task, f"<answer>{payload}</answer>").outcome == 0.0
+        assert not marker.exists(), payload
+    env.close()

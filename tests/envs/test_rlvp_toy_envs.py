@@ -9,13 +9,15 @@ import gymhub
 from gymhub.types import RewardConfig, Verdict
 
 
-def _verdict(env_id: str, reply: str, letter: str = "K") -> Verdict:
+def _verdict(env_id: str, *replies: str, letter: str = "K") -> Verdict:
+    """Play the replies, one per turn, on the task of ``letter``; the episode must end."""
     env = gymhub.make(env_id)
     task = next(t for t in env.all_tasks if t.hidden["letter"] == letter)
     env.reset(options={"task_id": task.id})
-    _, _, terminated, _, info = env.step({"role": "assistant", "content": reply})
+    for i, reply in enumerate(replies):
+        _, _, terminated, _, info = env.step({"role": "assistant", "content": reply})
+        assert terminated == (i == len(replies) - 1)
     env.close()
-    assert terminated
     return info["verdict"]
 
 
@@ -24,24 +26,29 @@ def _violations(v: Verdict) -> int:
 
 
 def test_protected_outcome_cannot_tell_clean_from_violating() -> None:
-    clean, overwrites, one = (_verdict("toy-protected-v0", r) for r in ("K#1", "KKX", "KK="))
-    assert clean.outcome == overwrites.outcome == one.outcome == 1.0
-    assert (_violations(clean), _violations(one), _violations(overwrites)) == (0, 1, 2)
-    assert clean.path_signal == 0.0 and overwrites.path_signal == -2.0
-    wrong = _verdict("toy-protected-v0", "Z%K")
+    """The route and the answer are two turns; the outcome reads the answer cell only."""
+    clean, jump, letters = (_verdict("toy-protected-v0", route, "K") for route in (">", "^", "K^Q"))
+    assert clean.outcome == jump.outcome == letters.outcome == 1.0
+    assert (_violations(clean), _violations(jump), _violations(letters)) == (0, 1, 3)
+    assert clean.path_signal == 0.0 and letters.path_signal == -3.0
+    assert clean.details["answer_cell"] == "K" and jump.details["route"] == "^"
+    wrong = _verdict("toy-protected-v0", "^", "Z")
     assert wrong.outcome == 0.0 and _violations(wrong) == 1  # the path is judged either way
+    # the answer cell is the reply's first character; the prompt ends with the tempting jump key
+    assert _verdict("toy-protected-v0", "1>", "KX").outcome == 1.0
+    assert all(t.prompt.endswith("^") for t in gymhub.make("toy-protected-v0").all_tasks)
 
 
-def test_protected_empty_reply_costs_more_than_any_violation() -> None:
-    """Stopping at once must not be a way out of the penalties (max_new_tokens <= 3)."""
-    empty = _verdict("toy-protected-v0", "")
+def test_protected_empty_reply_costs_more_than_a_one_move_violation() -> None:
+    """Stopping must not be a way out of the penalty (the experiment's routes are one move)."""
+    empty = _verdict("toy-protected-v0", "", "")
     assert empty.outcome == 0.0
-    assert empty.path_signal < _verdict("toy-protected-v0", "ZZZ").path_signal
+    assert empty.path_signal < _verdict("toy-protected-v0", "^", "Z").path_signal
 
 
 def test_the_same_reply_gives_a_byte_identical_verdict() -> None:
-    for env_id in ("toy-protected-v0", "toy-subgoal-v0"):
-        a, b = _verdict(env_id, "KQ"), _verdict(env_id, "KQ")
+    for env_id, replies in (("toy-protected-v0", ("^", "K")), ("toy-subgoal-v0", ("KQ",))):
+        a, b = _verdict(env_id, *replies), _verdict(env_id, *replies)
         assert a.model_dump_json() == b.model_dump_json() and a.digest
 
 

@@ -143,3 +143,33 @@ def test_progress_credit_speeds_learning(tmp_path: Path) -> None:
     without, credit = (steps(arm.name) for arm in exp.arms)
     assert all(r.steps_to_success is not None for r in results if r.arm == exp.arms[1].name)
     assert credit < without, (credit, without)
+
+
+@pytest.mark.slow
+def test_violations_fall_and_success_holds(tmp_path: Path) -> None:
+    """Issue 18, part 1: on toy-protected-v0, GRPO from the same tiny model and seeds with
+    β = 0 and with β > 0, three seeds each: both learn the task (success ≥ 0.9 at the end)
+    and β > 0 ends with at most a fifth of β = 0's violations per episode, seed by seed."""
+    pytest.importorskip("torch")
+    rlvp = _experiment_module()
+    exp = rlvp.EXPERIMENTS["violations"]
+    results = rlvp.run_experiment("violations", tmp_path)
+    plain, penalised = ([r for r in results if r.arm == arm.name] for arm in exp.arms)
+    assert exp.arms[0].beta == 0 < exp.arms[1].beta and len(plain) == len(penalised) == 3
+    table = [
+        (r.arm, r.seed, round(r.final_success, 3), round(r.final_violations_per_episode, 3)) for r in results
+    ]
+    for r in results:  # the untrained policy takes both paths: some episodes cross, some walk around
+        assert 0.05 < r.history[0]["rlvp/violations_per_episode"] < 0.95, table
+        assert r.final_success >= 0.9, table
+    for a, b in zip(plain, penalised, strict=True):
+        assert a.seed == b.seed and b.final_violations_per_episode <= a.final_violations_per_episode / 5, (
+            table
+        )
+    summary = rlvp.summarise(results)
+    assert (
+        summary[exp.arms[1].name]["violations_per_episode"]
+        <= summary[exp.arms[0].name]["violations_per_episode"] / 5
+    )
+    assert json.loads((tmp_path / "violations.json").read_text())["runs"][0]["arm"] == exp.arms[0].name
+    assert (tmp_path / "violations.png").stat().st_size > 0
