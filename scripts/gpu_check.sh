@@ -18,7 +18,8 @@
 # (default .whl): on a machine without network, download them elsewhere first, e.g.
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --platform manylinux_2_17_x86_64 -d .whl pydantic pydantic-core annotated-types \
-#     typing-inspection gymnasium farama-notifications sqlalchemy greenlet [vllm trl ...]
+#     typing-inspection gymnasium farama-notifications sqlalchemy greenlet "setuptools>=77" [vllm trl ...]
+# (setuptools >= 77 builds the editable install below: the SPDX licence string needs it)
 set -uo pipefail
 PY=${PYTHON:-python3}
 OUT=${OUT:-gpu_check_out}
