@@ -195,6 +195,7 @@ class _WorkerPool:
     starting: dict[asyncio.Task[None], Any] = field(default_factory=dict)  # join task -> actor
     actors: list[Any] = field(default_factory=list)  # every actor of this rollout
     start_error: BaseException | None = None  # why the last worker that failed to start failed
+    start_failures: int = 0  # workers that died before they started (each is asked for again)
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     def spawn(self, actor: Any = None) -> None:
@@ -226,11 +227,20 @@ class _WorkerPool:
             worker = None
         else:
             worker = _Worker(actor, about["node_id"], about["pid"], ActorEnv(actor, about))
+        # a worker that died before it started (a node lost, a transient failure) is asked for
+        # again, up to max_retries times per rollout; one never placed in time is not
+        died = worker is None and not isinstance(self.start_error, TimeoutError)
+        again = died and self.start_failures < self.backend.max_retries
+        if again:
+            self.start_failures += 1
+            await asyncio.sleep(1.0)
         async with self.changed:
             self.starting.pop(cast("asyncio.Task[None]", asyncio.current_task()), None)
             if worker is not None:
                 self.live += 1
                 self.idle.append(worker)
+            elif again:
+                self.spawn()
             self.changed.notify_all()
 
     async def acquire(self) -> _Worker:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +22,31 @@ from gymhub.store import open_store
 
 ray = pytest.importorskip("ray")
 
+from ray_nodes import NODE_DEADLINE_S, free_port, head_args, kill_node, node_env, start_node, wait_for_port  # noqa: E402
+
 from gymhub.ray_backend import RayBackend  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def ray_instance() -> Any:
-    ray.init(num_cpus=2, object_store_memory=200 * 1024**2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+def ray_instance() -> Iterator[None]:
+    """A one-node cluster from ``ray start``, the driver connected by address (never Ray
+    in-process: see ``tests/ray_nodes.py``)."""
+    if ray.is_initialized():
+        ray.shutdown()
+    temp = Path(tempfile.mkdtemp(prefix="ghray-", dir="/tmp"))  # Ray's socket paths must stay short
+    gcs_port = free_port()
+    head = start_node(
+        head_args(gcs_port, temp), temp / "head.log", node_env(), num_cpus=2, object_store_mb=200
+    )
+    try:
+        wait_for_port(gcs_port, head, time.monotonic() + NODE_DEADLINE_S)
+        ray.init(address=f"127.0.0.1:{gcs_port}", include_dashboard=False, log_to_driver=False)
+        yield
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        kill_node(head)
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _digests(groups: list[gymhub.TrajectoryGroup]) -> dict[tuple[str, int], tuple[str, float]]:

@@ -8,12 +8,8 @@ so the test kills exactly the second node's processes and tears down only what i
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,12 +25,11 @@ ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
 psutil = pytest.importorskip("psutil")
 
+from ray_nodes import NODE_DEADLINE_S, free_port, head_args, kill_node, node_env, start_node, wait_for_port  # noqa: E402
+
 from gymhub.trainers.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
 
 pytestmark = pytest.mark.slow
-
-RAY = str(Path(sys.executable).with_name("ray"))
-NODE_DEADLINE_S = 240  # a loaded 2-core machine can take a minute to start a node
 
 
 @dataclass
@@ -46,100 +41,21 @@ class Cluster:
     worker_node_id: str = ""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _node_ports() -> list[str]:
-    """Every port a node listens on, chosen free, so two nodes on one host never collide."""
-    names = (
-        "node-manager-port",
-        "object-manager-port",
-        "metrics-export-port",
-        "dashboard-agent-listen-port",
-        "dashboard-agent-grpc-port",
-        "runtime-env-agent-port",
-    )
-    return [arg for name in names for arg in (f"--{name}", str(_free_port()))]
-
-
-def _start_node(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """``ray start --block``: the node lives as long as this process group."""
-    common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats"]
-    memory = ["--object-store-memory", str(80 * 1024**2)]
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [RAY, "start", *common, *memory, *_node_ports(), *args],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # its own process group: killed as one, and only it
-        )
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL a node at once, as a lost machine: ``ray start``, its raylet and agents (its
-    process group) and the raylet's workers, which Ray puts in process groups of their own."""
-    try:
-        tree = psutil.Process(process.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        tree = []
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    for child in tree:
-        try:
-            child.kill()
-        except psutil.NoSuchProcess:
-            pass
-    process.wait(30)
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], deadline: float) -> None:
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the head node exited"
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.5)
-    raise AssertionError("the head node's GCS did not come up")
-
-
 @pytest.fixture
 def two_node_cluster() -> Iterator[Cluster]:
     if ray.is_initialized():  # another test's local Ray in this process
         ray.shutdown()
     temp = Path(tempfile.mkdtemp(prefix="ghray-", dir="/tmp"))  # Ray's socket paths must stay short
-    env = {
-        **os.environ,
-        "RAY_AUTH_MODE": "disabled",  # a throwaway cluster on loopback ports
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "RAY_raylet_start_wait_time_s": "120",  # the node agents import slowly on a loaded host
-    }
-    env.pop("RAY_ADDRESS", None)
-    gcs_port = _free_port()
+    env = node_env()
+    gcs_port = free_port()
     address = f"127.0.0.1:{gcs_port}"
     started: list[subprocess.Popen[bytes]] = []
     try:
-        head = _start_node(
-            [
-                "--head",
-                f"--port={gcs_port}",
-                "--include-dashboard=false",
-                f"--temp-dir={temp}",
-                "--ray-client-server-port",
-                str(_free_port()),
-            ],
-            temp / "head.log",
-            env,
-        )
+        head = start_node(head_args(gcs_port, temp), temp / "head.log", env)
         started.append(head)
         deadline = time.monotonic() + NODE_DEADLINE_S
-        _wait_for_port(gcs_port, head, deadline)
-        worker = _start_node(
+        wait_for_port(gcs_port, head, deadline)
+        worker = start_node(
             [f"--address={address}", '--resources={"worker_node": 1}'], temp / "worker.log", env
         )
         started.append(worker)
@@ -161,7 +77,7 @@ def two_node_cluster() -> Iterator[Cluster]:
         if ray.is_initialized():
             ray.shutdown()
         for process in reversed(started):
-            _kill(process)
+            kill_node(process)
         shutil.rmtree(temp, ignore_errors=True)
 
 
@@ -217,7 +133,7 @@ def test_a_trainer_step_survives_losing_the_worker_node(
     ran_before_kill = backend.episodes[first_step:]
     assert thread.is_alive(), f"the step ended before both nodes played: {errors!r} {ran_before_kill}"
     assert {e.node_id for e in ran_before_kill} == {two_node_cluster.head_node_id, worker_node}
-    _kill(two_node_cluster.worker)  # the worker node's raylet, agents and env worker, all at once
+    kill_node(two_node_cluster.worker)  # the worker node's raylet, agents and env worker, all at once
     played_before_kill = len(backend.episodes) - first_step
     assert played_before_kill < tasks * group_size, "the kill came after the step: nothing was tested"
     thread.join(420)

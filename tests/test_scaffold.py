@@ -100,4 +100,5 @@ def test_templates_are_the_families_own_python_files(tmp_path: Path) -> None:
         )
         written = (tmp_path / f"t-{family}" / f"t_{family}_env" / "__init__.py").read_text(encoding="utf-8")
         assert written == template.replace("scaffolded-env", f"t-{family}")
-        assert f"t-{family}-v0" in written and "scaffolded" not in written
+        assert f"t-{family}-v0" in written
+        assert "scaffolded-env" not in written and "scaffolded_env" not in written  # every name replaced

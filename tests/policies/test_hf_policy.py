@@ -57,34 +57,3 @@ def test_rollout_with_hf_policy_stores_token_level_turns(tiny_model_path: Path, 
 def test_missing_model_is_a_clear_policy_error(tmp_path: Path) -> None:
     [group] = gymhub.rollout("toy-letters-v0", f"hf:{tmp_path / 'nope'}", tasks=1)
     assert "cannot load a transformers model" in group.trajectories[0].error
-
-
-def test_inverse_cdf_draws_follow_the_distribution_and_skip_cut_tokens() -> None:
-    from gymhub.policies.hf_policy import _inverse_cdf
-
-    probs = torch.tensor([0.1, 0.0, 0.6, 0.3, 0.0])  # tokens 1 and 4 cut (top-k / top-p)
-    logp = probs.log().expand(4000, -1)
-    uniforms = (torch.arange(4000, dtype=torch.float64) + 0.5) / 4000  # evenly over [0, 1)
-    picked = _inverse_cdf(logp, uniforms)
-    counts = torch.bincount(picked, minlength=5).double() / 4000
-    assert torch.allclose(counts, probs.double(), atol=1e-3)
-    # the edges: u = 0 takes the first token of positive probability; u just under 1 the last one
-    edges = _inverse_cdf(probs.log().expand(2, -1), torch.tensor([0.0, 1 - 2**-53], dtype=torch.float64))
-    assert edges.tolist() == [0, 3]
-
-
-def test_a_reply_does_not_depend_on_its_batch_mates(tiny_model_path: Path) -> None:
-    """Rows with one prompt share its prefill; each row still samples from its own seed, so a
-    reply is the same alone, in a group of identical prompts, or beside other prompts."""
-    policy = HFPolicy(str(tiny_model_path), max_new_tokens=8, temperature=1.0)
-    first = policy.prompt_ids([Message(role="user", content="say c")], [])
-    second = policy.prompt_ids([Message(role="user", content="please say the letter q")], [])
-    alone = [policy.generate_batch([first], [seed])[0] for seed in (1, 2)] + [
-        policy.generate_batch([second], [3], [5])[0]
-    ]
-    together = policy.generate_batch([first, first, second], [1, 2, 3], [8, 8, 5])
-    for single, batched in zip(alone, together, strict=True):
-        assert batched.token_ids == single.token_ids
-        assert batched.logprobs == pytest.approx(single.logprobs, abs=1e-5)
-    assert len(together[2].token_ids) <= 5  # its own limit
-    assert together[0].token_ids != together[1].token_ids  # two seeds, two samples

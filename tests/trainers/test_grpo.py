@@ -229,25 +229,3 @@ def test_scored_positions_match_a_full_log_softmax(tmp_path: Path, tiny_model_pa
     assert scored.shape == full.shape
     assert torch.count_nonzero(scored[:, :first]) == 0
     assert torch.allclose(scored[:, first:], full[:, first:], atol=1e-5)
-
-
-def test_a_step_decodes_all_its_episodes_in_one_batch(tmp_path: Path, tiny_model_path: Path) -> None:
-    """Episodes that start together are decoded together: the batcher waits for those still
-    rendering their prompt instead of decoding twice (half a batch, then the rest)."""
-    cfg = _cfg(tmp_path, tiny_model_path, tasks_per_step=3, group_size=4, concurrency=12, steps=2)
-    trainer = GRPOTrainer(cfg)
-    policy = trainer.generator.policy()
-    batches: list[int] = []
-    decode = policy.generate_batch
-
-    def counted(prompts: list[list[int]], seeds: list[int | None], limits: list[int] | None = None) -> Any:
-        batches.append(len(prompts))
-        return decode(prompts, seeds, limits)
-
-    policy.generate_batch = counted  # type: ignore[method-assign]
-    for _ in range(2):  # the first step renders every prompt; the second finds them remembered
-        batches.clear()
-        groups, _ = trainer.sample()
-        trainer.step += 1
-        assert batches == [12]
-        assert sum(len(g.trajectories) for g in groups) == 12
