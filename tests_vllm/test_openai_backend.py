@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -79,25 +80,27 @@ def _served_logprobs(url: str, name: str, ids: list[int]) -> list[float]:
     return [float(step[str(t)]["logprob"]) for step, t in zip(steps, ids[1:], strict=True)]
 
 
-def test_lora_adapters_pushed_to_the_server_are_what_it_samples_from(
-    server: tuple[str, Path], tmp_path: Path
-) -> None:
-    url, model = server
-    cfg = GRPOConfig(
+def _openai_config(url: str, model: Path, tmp_path: Path, **options: Any) -> GRPOConfig:
+    """The trainer on toy-letters-v0 with the openai backend against the test's vLLM server."""
+    return GRPOConfig(
         env="toy-letters-v0",
         model=str(model),
         backend="openai",
         openai_url=url,
         openai_model=str(model),
         lora_rank=4,
-        steps=2,
-        tasks_per_step=4,
-        group_size=8,
         max_new_tokens=8,
-        lr=5e-2,
         output_dir=str(tmp_path / "run"),
         console=False,
+        **options,
     )
+
+
+def test_lora_adapters_pushed_to_the_server_are_what_it_samples_from(
+    server: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, model = server
+    cfg = _openai_config(url, model, tmp_path, steps=2, tasks_per_step=4, group_size=8, lr=5e-2)
     trainer = GRPOTrainer(cfg)
     history = trainer.train()
     assert max(m["mismatch/abs_logprob_diff_max"] for m in history) < 1e-3  # sampler = trainer
@@ -118,18 +121,7 @@ def test_openai_backend_records_processed_logprobs_at_temperature_0_7(
     """Episodes sampled through the openai backend at temperature 0.7: the recorded log-probs
     of every sampled token are the trainer's own log-probs at 0.7, not the raw ones at 1.0."""
     url, model = server
-    cfg = GRPOConfig(
-        env="toy-letters-v0",
-        model=str(model),
-        backend="openai",
-        openai_url=url,
-        openai_model=str(model),
-        lora_rank=4,
-        temperature=0.7,
-        max_new_tokens=8,
-        output_dir=str(tmp_path / "run"),
-        console=False,
-    )
+    cfg = _openai_config(url, model, tmp_path, temperature=0.7)
     trainer = GRPOTrainer(cfg)  # checks that the server's log-probs are processed, loads step 0
     client = trainer.generator.client
     probe = trainer.tok("say c and more", add_special_tokens=False)["input_ids"]
