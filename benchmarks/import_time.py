@@ -22,7 +22,7 @@ CASES = {
     "import gymnasium": "import gymnasium",
     "import gymhub": "import gymhub",
     "gymhub.make('toy-letters-v0')": "import gymhub; gymhub.make('toy-letters-v0')",
-    "import gymhub.cli": "import gymhub.cli",
+    "import gymhub._cli": "import gymhub._cli",
 }
 
 PROBE = "import time; t = time.perf_counter(); {code}; print(time.perf_counter() - t)"

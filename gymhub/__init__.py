@@ -1,14 +1,20 @@
 """gymhub: resettable, parallel, sandboxed environments for LLM agents, with verifiers.
 
 The public surface: build envs (:func:`make`, :func:`register`, :func:`list_envs`), roll
-them out (:func:`rollout`), check them (:func:`check_env`), the types, and the errors.
-Heavy parts (torch, sandboxes, the store, HTTP) load only when used.
+them out (:func:`rollout`), check them (:func:`check_env`), read a trajectory's token-level
+record (:func:`token_episode`), the types, and the errors. Besides these names, the public
+modules are ``gymhub.types``, ``gymhub.errors``, ``gymhub.env``, ``gymhub.registry``, the
+HTTP and MCP front ends (``gymhub.client``, ``gymhub.server``, ``gymhub.mcp_server``) and the
+``policies``, ``store`` and ``report`` packages; modules named ``gymhub._*`` are internal and
+may change without notice. Heavy parts (torch, sandboxes, the store, HTTP) load only when used.
 """
 
 from __future__ import annotations
 
+from gymhub._env_checker import check_env
+from gymhub._rollout_engine import rollout
+from gymhub._token_episodes import TokenEpisode, token_episode
 from gymhub.env import Env, EnvReply
-from gymhub.env_checker import check_env
 from gymhub.errors import (
     BadAction,
     EpisodeOver,
@@ -22,7 +28,6 @@ from gymhub.errors import (
     VerifierError,
 )
 from gymhub.registry import EnvSpec, list_envs, make, register, spec, unregister
-from gymhub.rollout_engine import rollout
 from gymhub.types import (
     Message,
     PathEvent,
@@ -54,6 +59,7 @@ __all__ = [
     "SandboxTimeout",
     "StoreError",
     "Task",
+    "TokenEpisode",
     "ToolCall",
     "ToolResult",
     "Trajectory",
@@ -70,5 +76,6 @@ __all__ = [
     "register",
     "rollout",
     "spec",
+    "token_episode",
     "unregister",
 ]

@@ -4,7 +4,8 @@
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(action)   # info["verdict"] is a Verdict
 
-Sync methods use an ``httpx.Client``; ``areset`` / ``astep`` / ``aclose`` an ``httpx.AsyncClient``.
+Sync methods use an ``httpx.Client``; ``areset`` / ``astep`` / ``aclose`` an ``httpx.AsyncClient``
+(``run_sync`` runs them on a private event loop, as :meth:`gymhub.Env.run_sync` does).
 Every failure is a :class:`~gymhub.errors.GymhubError`: :class:`ServerUnreachable` (cannot
 connect, timed out, connection dropped), :class:`RemoteError` (the server answered an error,
 or something that is not gymhub's JSON), :class:`~gymhub.errors.EpisodeOver` (409).
@@ -12,6 +13,7 @@ or something that is not gymhub's JSON), :class:`~gymhub.errors.EpisodeOver` (40
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import Awaitable, Callable
@@ -69,10 +71,11 @@ class RemoteEnv:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
         self._ahttp: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._headers, self._timeout = headers, timeout
         self.session_id: str | None = None
-        self.observation_space = TextSpace(100_000)
-        self.action_space = TextSpace(1_000_000)
+        self.observation_space = TextSpace.of(100_000)
+        self.action_space = TextSpace.of(1_000_000)
 
     def _session_body(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         """What ``POST /sessions`` takes (gymhub.server's ``CreateSession``)."""
@@ -100,6 +103,18 @@ class RemoteEnv:
     def close(self) -> None:
         self._drop_session()
         self._http.close()
+        if self._loop is not None:  # the async client, if any, was opened on it
+            if self._ahttp is not None:
+                self._loop.run_until_complete(self._ahttp.aclose())
+                self._ahttp = None
+            self._loop.close()
+            self._loop = None
+
+    def run_sync(self, coro: Any) -> Any:
+        """Run a coroutine of this env on its private event loop (one loop for its async client)."""
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(coro)
 
     def _drop_session(self) -> None:
         if self.session_id is not None:

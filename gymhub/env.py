@@ -19,6 +19,7 @@ Subclasses implement :meth:`load_tasks`, :meth:`tools`, :meth:`start_episode`,
 from __future__ import annotations
 
 import asyncio
+import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
@@ -26,8 +27,8 @@ import gymnasium
 from gymnasium import spaces
 from pydantic import ValidationError
 
+from gymhub._tool_calls import parse_tool_calls, reject_duplicate_tool_call_ids
 from gymhub.errors import BadAction, EpisodeOver, GymhubError, UnknownTask
-from gymhub.tool_calls import parse_tool_calls, reject_duplicate_tool_call_ids
 from gymhub.types import (
     Message,
     RewardConfig,
@@ -49,11 +50,24 @@ class TextSpace(spaces.Text):
     def __init__(self, max_length: int) -> None:
         super().__init__(max_length=max_length, min_length=0)
 
+    @classmethod
+    def of(cls, max_length: int) -> TextSpace:
+        """A fresh space (its own random generator, made on first use): a copy of one built
+        per length, since gymnasium's Text indexes its charset in every constructor, a cost
+        every env instance of a rollout would pay."""
+        prototype = _TEXT_SPACES.get(max_length)
+        if prototype is None:
+            prototype = _TEXT_SPACES.setdefault(max_length, cls(max_length))
+        return copy.copy(prototype)
+
     def contains(self, x: Any) -> bool:
         return isinstance(x, str) and len(x) <= self.max_length
 
     def __repr__(self) -> str:
         return f"TextSpace({self.max_length})"
+
+
+_TEXT_SPACES: dict[int, TextSpace] = {}  # max_length -> an unused space, never seeded
 
 
 @runtime_checkable
@@ -119,8 +133,8 @@ class Env(gymnasium.Env[str, Any]):
         self.reward_config = reward if isinstance(reward, RewardConfig) else RewardConfig(**(reward or {}))
         self.rules = dict(rules or {})
         self.task_seed = task_seed
-        self.observation_space = TextSpace(self.max_observation_chars)
-        self.action_space = TextSpace(self.max_action_bytes)
+        self.observation_space = TextSpace.of(self.max_observation_chars)
+        self.action_space = TextSpace.of(self.max_action_bytes)
         self.verifier = self.make_verifier()
         self._episode: _Episode | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -27,10 +27,10 @@ import uuid
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from gymhub._tool_calls import tool_call_message
 from gymhub.env import Env
 from gymhub.errors import EpisodeOver, GymhubError
 from gymhub.registry import make
-from gymhub.tool_calls import tool_call_message
 from gymhub.types import Message
 
 if TYPE_CHECKING:

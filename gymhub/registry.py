@@ -37,7 +37,9 @@ GYM_NAMESPACE = "gymhub"
 
 
 class EnvSpec(BaseModel):
-    """Everything needed to build an env, and what ``gymhub info`` shows."""
+    """Everything needed to build an env, and what ``gymhub list`` / ``info`` show. The
+    ``family``, ``version``, ``verifier`` and ``sandbox`` a spec sets are checked against the
+    built env by :func:`gymhub.check_env`, so they cannot drift from the code."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

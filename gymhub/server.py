@@ -316,7 +316,7 @@ def create_app(
 
     @app.post("/verify", responses=_errors(400, 404))
     async def verify(body: VerifyRequest) -> Verdict:
-        from gymhub.reverify import replay
+        from gymhub._reverify import replay
 
         t = body.trajectory
         if t.env_id not in allowed:

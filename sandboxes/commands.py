@@ -1,6 +1,6 @@
 """The ``gymhub sandbox`` commands: build the docker image, prune leftovers, check backends.
 
-Registered in pyproject.toml's ``gymhub.cli`` entry-point group; :mod:`gymhub.cli` adds them
+Registered in pyproject.toml's ``gymhub._cli`` entry-point group; :mod:`gymhub._cli` adds them
 when they are run or listed. The docker SDK loads only inside the commands that need it.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from gymhub.cli import err, out
+from gymhub._cli import err, out
 
 sandbox_app = typer.Typer(help="Sandbox backends.", no_args_is_help=True)
 

@@ -88,7 +88,7 @@ EXPERIMENTS = {
     "progress": Experiment(
         env="toy-subgoal-v0",
         arms=(Arm("no credit (beta=0)", 0.0), Arm("credit (beta=0.5)", 0.5)),
-        steps=40,
+        steps=60,
         max_new_tokens=2,
         lr=5e-3,
         stop_at_success=0.9,

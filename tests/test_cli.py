@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "gymhub.cli"]
+CLI = [sys.executable, "-m", "gymhub"]
 
 
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -122,7 +122,7 @@ def test_summary_table_never_truncates_run_ids_and_runs_lists_them(tmp_path: Pat
 
 
 def test_parts_add_their_commands_through_entry_points_loaded_only_when_used() -> None:
-    """`train`, `sandbox`, `bench`, ... come from the parts' `gymhub.cli` entry points; a core
+    """`train`, `sandbox`, `bench`, ... come from the parts' `gymhub._cli` entry points; a core
     command imports none of the parts' command modules."""
     listed = run("--help").stdout
     for name in ("bench", "sandbox", "train", "rlvp-report", "serve-reward", "openrlhf-agent"):
@@ -132,7 +132,7 @@ def test_parts_add_their_commands_through_entry_points_loaded_only_when_used() -
     code = (
         "import atexit, sys; atexit.register(lambda: print(sorted(m for m in sys.modules "
         "if m.startswith(('gymhub.trainers', 'gymhub.sandboxes.commands', 'gymhub.verifiers.commands')))));"
-        "from gymhub.cli import main; main(['list', '--ids'])"
+        "from gymhub._cli import main; main(['list', '--ids'])"
     )
     core = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert core.stdout.strip().splitlines()[-1] == "[]"

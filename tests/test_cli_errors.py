@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from processes import free_port
 
-CLI = [sys.executable, "-m", "gymhub.cli"]
+CLI = [sys.executable, "-m", "gymhub"]
 
 
 def gymhub(*args: str, cwd: Path | None = None, code: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -243,7 +243,9 @@ def test_verify_catches_an_edited_outcome_with_its_digest_left_alone(tmp_path: P
 
 # ------------------------------------------------------------------ servers and extras
 
-HIDE = "import sys; sys.modules[{name!r}] = None; sys.argv[0] = 'gymhub'; from gymhub.cli import main; main()"
+HIDE = (
+    "import sys; sys.modules[{name!r}] = None; sys.argv[0] = 'gymhub'; from gymhub._cli import main; main()"
+)
 
 
 def test_a_missing_extra_is_named_before_any_work(tmp_path: Path) -> None:

@@ -178,7 +178,7 @@ def test_every_documented_option_exists() -> None:
             line = line.replace("...", "")
         options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", line))
         help_text = subprocess.run(
-            [sys.executable, "-m", "gymhub.cli", *sub.split(), "--help"],
+            [sys.executable, "-m", "gymhub", *sub.split(), "--help"],
             capture_output=True,
             text=True,
             check=True,
@@ -190,7 +190,7 @@ def test_every_documented_option_exists() -> None:
 
 def _cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "gymhub.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "gymhub", *args], cwd=cwd, capture_output=True, text=True, timeout=600
     )
     if check:
         assert result.returncode == 0, f"gymhub {' '.join(args)}:\n{result.stderr[-3000:]}"
@@ -203,7 +203,7 @@ def listening() -> Iterator[object]:
 
     def start(args: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gymhub.cli", *args],
+            [sys.executable, "-m", "gymhub", *args],
             cwd=cwd,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

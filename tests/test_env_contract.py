@@ -158,3 +158,20 @@ def test_hidden_never_reaches_a_model_policy() -> None:
         ):
             assert all(leak not in s for s in seen)
     assert len(seen) == 10
+
+
+def test_each_env_gets_its_own_space_and_random_generator() -> None:
+    """Spaces are copies of one built per length: seeding one env's space leaves the others
+    alone, and a seeded space samples what a freshly built TextSpace samples."""
+    from gymhub.env import TextSpace
+
+    first, second = gymhub.make("toy-letters-v0"), gymhub.make("toy-letters-v0")
+    assert first.action_space is not second.action_space
+    first.action_space.seed(7)
+    fresh = TextSpace(first.action_space.max_length)
+    fresh.seed(7)
+    assert first.action_space.sample() == fresh.sample()
+    second.action_space.seed(8)
+    assert first.action_space.sample() == fresh.sample()  # the other env's seed changed nothing
+    first.close()
+    second.close()

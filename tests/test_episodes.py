@@ -1,4 +1,4 @@
-"""gymhub.episodes.replay_actions: the one replay path behind ``gymhub verify``, the server's
+"""gymhub._episodes.replay_actions: the one replay path behind ``gymhub verify``, the server's
 ``/verify`` and the trainer adapters' scorer."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import gymhub
-from gymhub.episodes import replay_actions
-from gymhub.reverify import replay
-from gymhub.scoring import CompletionScorer
+from gymhub._episodes import replay_actions
+from gymhub._reverify import replay
+from gymhub._scoring import CompletionScorer
 
 ENV = "toy-protected-v0"  # two turns: the route, then the answer
 

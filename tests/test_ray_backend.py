@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 
 import gymhub
-from gymhub.rollout_engine import arollout
+from gymhub._rollout_engine import arollout
 from gymhub.store import open_store
 
 ray = pytest.importorskip("ray")
 
 from ray_nodes import NODE_DEADLINE_S, free_port, head_args, kill_node, node_env, start_node, wait_for_port  # noqa: E402
 
-from gymhub.ray_backend import RayBackend  # noqa: E402
+from gymhub._ray_backend import RayBackend  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_cli_backend_ray_stores_the_same_run(tmp_path: Path) -> None:
     cli = [
         sys.executable,
         "-m",
-        "gymhub.cli",
+        "gymhub",
         "rollout",
         "toy-letters-v0",
         "--tasks",

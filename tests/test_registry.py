@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 import gymhub
 from gymhub import UnknownEnv
+from gymhub.errors import EnvContractError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "toy_gymhub_env"
 
@@ -67,7 +69,7 @@ def test_third_party_package_is_found_through_its_entry_point(tmp_path: Path) ->
         capture_output=True,
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
-    gymhub_cli = [sys.executable, "-m", "gymhub.cli"]
+    gymhub_cli = [sys.executable, "-m", "gymhub"]
     listed = subprocess.run(
         [*gymhub_cli, "list", "--json"], env=env, check=True, capture_output=True, text=True
     )
@@ -110,3 +112,45 @@ def test_load_part_reads_dotted_attributes_and_refuses_a_malformed_spec() -> Non
             load_part(malformed)
     with pytest.raises(gymhub.GymhubError, match="is the part installed"):
         load_part("gymhub.policies.reference:NoSuchPolicy")
+
+
+def test_every_spec_declares_what_its_env_does() -> None:
+    """registry.yaml (and the families' tables) cannot drift from the code: the family,
+    version, verifier and sandbox each spec declares are what the built env has, and a
+    task_set that opens with a count has that many tasks."""
+    from gymhub._env_checker import spec_problems
+
+    for found in gymhub.list_envs():
+        env = gymhub.make(found.id)
+        assert spec_problems(env) == [], found.id
+        assert env.verifier.id == found.verifier, found.id
+        assert getattr(env, "sandbox_backend", "none") == found.sandbox, found.id
+        count = re.match(r"(?:the )?(\d+) ", found.task_set)
+        if count:
+            assert len(env.all_tasks) == int(count.group(1)), found.id
+        env.close()
+
+
+def test_check_env_reports_a_spec_that_drifts_from_its_env() -> None:
+    gymhub.register(
+        "drifted-code-v0",
+        "gymhub.envs.code:CodePythonEnv",
+        family="code",
+        version="9.9.9",
+        sandbox="none",  # the class runs its tests in a sandbox ("local" by default)
+        verifier="letters-fraction",
+    )
+    try:
+        with pytest.raises(EnvContractError) as raised:
+            gymhub.check_env(gymhub.make("drifted-code-v0"), check_bad_actions=False, check_blind_floor=False)
+        problems = str(raised.value)
+        assert "the spec declares version '9.9.9', but the env has '0.1.0'" in problems
+        assert "the spec declares verifier 'letters-fraction', but the env has 'code-unit-tests'" in problems
+        assert "the spec declares sandbox 'none', but the env has 'local'" in problems
+        assert "family" not in problems  # what matches is not reported
+    finally:
+        gymhub.unregister("drifted-code-v0")
+    # another backend chosen at make time is the operator's choice, not drift
+    from gymhub._env_checker import spec_problems
+
+    assert spec_problems(gymhub.make("code-python-v0", sandbox="docker")) == []

@@ -1,14 +1,15 @@
 from __future__ import annotations
 
 import asyncio
+from typing import ClassVar
 
 import pytest
 
 import gymhub
 from gymhub import Message, PolicyError
+from gymhub._rollout_engine import arollout, episode_seed
 from gymhub.envs.toy.letters_env import LettersEnv, LettersVerifier
 from gymhub.policies.base import PolicyReply
-from gymhub.rollout_engine import arollout, episode_seed
 from gymhub.store import open_store
 from gymhub.types import Task
 
@@ -158,3 +159,63 @@ def test_a_hanging_verifier_times_out_into_an_errored_verdict() -> None:
         gymhub.unregister("hanging-test-v0")
     verdict = group.trajectories[0].verdict
     assert verdict.error == "verifier timed out after 0.3 s" and verdict.outcome == 0.0
+
+
+class _CountedEnv(LettersEnv):
+    """The letters env, counting the instances built and closed; every episode crashes while
+    ``crash`` is set."""
+
+    crash = False
+    built: ClassVar[list[_CountedEnv]] = []
+    closed: ClassVar[list[_CountedEnv]] = []
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        _CountedEnv.built.append(self)
+
+    async def on_action(self, message: Message) -> gymhub.EnvReply:
+        if self.crash:
+            raise RuntimeError("sandbox died")
+        return await super().on_action(message)
+
+    async def aclose(self) -> None:  # the engine closes an env it drops this way
+        _CountedEnv.closed.append(self)
+        await super().aclose()
+
+    def close(self) -> None:
+        _CountedEnv.closed.append(self)
+        super().close()
+
+
+def test_a_kept_local_backend_reuses_healthy_envs_across_rollouts_and_closes_them() -> None:
+    """A trainer's backend (keep_workers=True) serves every step with the same env instances,
+    with the verdicts fresh envs give; an env whose episode failed is closed, not kept; and
+    close() ends the rest."""
+    from gymhub._rollout_engine import rollout_backend
+
+    def digests(groups: list[gymhub.TrajectoryGroup]) -> list[str | None]:
+        return [t.verdict.digest if t.verdict else t.error for g in groups for t in g.trajectories]
+
+    gymhub.register("counted-test-v0", "test_rollout:_CountedEnv", replace=True)
+    _CountedEnv.built.clear()
+    _CountedEnv.closed.clear()
+    backend = rollout_backend("local", keep_workers=True)
+    play = dict(tasks=8, concurrency=2, seed=3)
+    try:
+        runs = [gymhub.rollout("counted-test-v0", "reference", backend=backend, **play) for _ in range(3)]
+        # two envs served all three rollouts; the rest are each rollout's probe (task list), closed
+        serving = [e for e in _CountedEnv.built if e not in _CountedEnv.closed]
+        assert len(serving) == 2 and len(_CountedEnv.built) == 2 + 3
+        fresh = gymhub.rollout("counted-test-v0", "reference", **play)
+        assert digests(runs[0]) == digests(runs[1]) == digests(runs[2]) == digests(fresh)
+        _CountedEnv.crash = True
+        gymhub.rollout("counted-test-v0", "reference", backend=backend, **play)
+    finally:
+        _CountedEnv.crash = False
+        gymhub.unregister("counted-test-v0")
+    # an env whose last episode crashed is closed (one that ran no episode this time may stay)
+    assert any(e in _CountedEnv.closed for e in serving)
+    [kept] = backend._kept.values()  # the rest are kept, none leaked
+    assert {id(e) for e in serving if e not in _CountedEnv.closed} == {id(e) for e in kept}
+    backend.close()
+    assert all(e in _CountedEnv.closed for e in _CountedEnv.built)

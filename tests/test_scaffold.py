@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-CLI = [sys.executable, "-m", "gymhub.cli"]
+CLI = [sys.executable, "-m", "gymhub"]
 
 
 @pytest.mark.parametrize("family", ["code", "terminal", "search", "mcp"])
@@ -33,9 +33,10 @@ def test_scaffolded_package_passes_its_own_test(family: str, tmp_path: Path) -> 
     assert "3 passed" in result.stdout
 
 
-def test_scaffolded_package_installs_and_registers_by_entry_point(tmp_path: Path) -> None:
+def _install(name: str, family: str, tmp_path: Path) -> dict[str, str]:
+    """Scaffold ``name`` and pip-install it into a folder; the environment that imports it."""
     subprocess.run(
-        [*CLI, "new-env", "shop-talk", "--family", "code", "--out", str(tmp_path)],
+        [*CLI, "new-env", name, "--family", family, "--out", str(tmp_path)],
         check=True,
         capture_output=True,
     )
@@ -51,20 +52,69 @@ def test_scaffolded_package_installs_and_registers_by_entry_point(tmp_path: Path
             "--no-build-isolation",
             "--target",
             str(site),
-            str(tmp_path / "shop-talk"),
+            str(tmp_path / name),
         ],
         check=True,
         capture_output=True,
     )
-    listed = subprocess.run(
-        [*CLI, "list", "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(site)},
-    )
+    return {**os.environ, "PYTHONPATH": str(site)}
+
+
+def test_scaffolded_package_installs_and_registers_by_entry_point(tmp_path: Path) -> None:
+    environ = _install("shop-talk", "code", tmp_path)
+    listed = subprocess.run([*CLI, "list", "--json"], capture_output=True, text=True, check=True, env=environ)
     spec = {s["id"]: s for s in json.loads(listed.stdout)}["shop-talk-v0"]
     assert spec["family"] == "code" and spec["rules"] == {"exit-call": 1.0}
+
+
+# What an installed scaffold's spec says against the env it builds, with and without a
+# sandbox backend chosen at make time (bwrap: building the env starts no sandbox).
+SPEC_AGAINST_ENV = """
+import json, sys
+import gymhub
+from gymhub._env_checker import spec_problems
+from gymhub.errors import GymhubError
+
+env_id = sys.argv[1]
+found = gymhub.spec(env_id)
+env = gymhub.make(env_id)
+report = {"sandbox": found.sandbox, "backend": getattr(env, "sandbox_backend", None),
+          "problems": spec_problems(env)}
+env.close()
+try:
+    env = gymhub.make(env_id, sandbox="bwrap")
+    report["override"] = {"backend": env.sandbox_backend, "problems": spec_problems(env)}
+    env.close()
+except GymhubError as exc:
+    report["override"] = str(exc)
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.parametrize(
+    ("family", "sandbox"), [("code", "local"), ("terminal", "local"), ("search", "none"), ("mcp", "none")]
+)
+def test_an_installed_scaffold_declares_the_sandbox_its_env_runs_in(
+    family: str, sandbox: str, tmp_path: Path
+) -> None:
+    """The spec an installed scaffold registers (from its ``registry_spec``) holds against the
+    env it builds, and a sandbox backend can be chosen at make time where the family has one."""
+    environ = _install(f"sb-{family}", family, tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", SPEC_AGAINST_ENV, f"sb-{family}-v0"],
+        capture_output=True,
+        text=True,
+        env=environ,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert report["sandbox"] == sandbox and report["problems"] == []
+    if sandbox == "none":
+        assert report["backend"] is None
+        assert "runs in memory" in report["override"]  # no backend to choose
+    else:
+        assert report["backend"] == sandbox
+        assert report["override"] == {"backend": "bwrap", "problems": []}
 
 
 def test_bad_names_and_families_are_refused(tmp_path: Path) -> None:

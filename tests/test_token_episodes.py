@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import gymhub
+from gymhub._token_episodes import token_episode
 from gymhub.errors import GymhubError
 from gymhub.policies.hf_policy import HFPolicy
-from gymhub.token_episodes import token_episode
 
 torch = pytest.importorskip("torch")
 

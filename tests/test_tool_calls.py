@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gymhub.tool_calls import parse_tool_calls
+from gymhub._tool_calls import parse_tool_calls
 
 NAMES = ["search", "submit"]
 

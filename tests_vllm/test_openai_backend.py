@@ -18,7 +18,7 @@ import torch
 from processes import free_port
 
 import gymhub
-from gymhub.token_episodes import token_episode
+from gymhub._token_episodes import token_episode
 from gymhub.trainers.grpo import GRPOConfig, GRPOTrainer, token_logprobs
 
 

@@ -1,6 +1,6 @@
 """The ``gymhub`` commands of the trainers part: ``train grpo``, ``serve-reward``, ``openrlhf-agent``.
 
-Registered in pyproject.toml's ``gymhub.cli`` entry-point group; :mod:`gymhub.cli` adds them
+Registered in pyproject.toml's ``gymhub._cli`` entry-point group; :mod:`gymhub._cli` adds them
 when they are run or listed. torch, transformers and fastapi load only inside the commands.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from gymhub.cli import out, require_extra, serve_printing_url
+from gymhub._cli import out, require_extra, serve_printing_url
 from gymhub.errors import GymhubError
 
 train_app = typer.Typer(help="Train a policy on an env.", no_args_is_help=True)
@@ -77,7 +77,7 @@ def serve_reward_command(
     spec(env_id)
     import uvicorn
 
-    from gymhub.scoring import CompletionScorer
+    from gymhub._scoring import CompletionScorer
     from gymhub.trainers.openrlhf import create_reward_app
 
     scorer = CompletionScorer(env_id, workers=workers)

@@ -12,7 +12,6 @@ of them pass: the unbiased estimator of "at least one of k samples passes" (Chen
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Iterator
 from typing import Any
@@ -56,24 +55,19 @@ def evaluate(
     env_kwargs: dict[str, Any],
 ) -> dict[str, float]:
     """``eval/...`` metrics: per env (``eval/<env>/...``) when there are several, and overall."""
-    from gymhub.rollout_engine import arollout
+    from gymhub._rollout_engine import rollout
 
     def run(env_id: str, tasks: list[Task], group_size: int) -> list[TrajectoryGroup]:
-        async def play() -> list[TrajectoryGroup]:
-            return [
-                g
-                async for g in arollout(
-                    env_id,
-                    policy,
-                    tasks=tasks,
-                    group_size=group_size,
-                    concurrency=concurrency,
-                    seed=seed,
-                    env_kwargs={**env_kwargs, "split": "eval"},
-                )
-            ]
-
-        return asyncio.run(play())
+        eval_kwargs = {**env_kwargs, "split": "eval"}
+        return rollout(
+            env_id,
+            policy,
+            tasks=tasks,
+            group_size=group_size,
+            concurrency=concurrency,
+            seed=seed,
+            env_kwargs=eval_kwargs,
+        )
 
     rows: dict[str, dict[str, float]] = {}
     counts: dict[str, int] = {}

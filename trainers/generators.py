@@ -41,17 +41,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from gymhub.errors import GymhubError, PolicyError
 from gymhub.policies.base import PolicyReply
 from gymhub.policies.hf_policy import HFPolicy
 from gymhub.policies.openai_policy import OpenAIPolicy
+from gymhub.trainers.grpo_config import GRPOConfig
 from gymhub.types import Message
 
 if TYPE_CHECKING:
     from gymhub.policies.base import Policy
-    from gymhub.trainers.grpo import GRPOConfig
 
 
 class Generator(Protocol):
@@ -62,18 +63,29 @@ class Generator(Protocol):
     def sync(self, model: Any, step: int) -> None: ...
 
 
+class SamplingOptions(TypedDict):
+    """The config's sampling settings, as every generator's :class:`HFPolicy` takes them."""
+
+    temperature: float
+    max_new_tokens: int
+    max_episode_tokens: int
+    max_batch: int
+
+
+def sampling_options(cfg: GRPOConfig) -> SamplingOptions:
+    return SamplingOptions(
+        temperature=cfg.temperature,
+        max_new_tokens=cfg.max_new_tokens,
+        max_episode_tokens=cfg.max_episode_tokens,
+        max_batch=max(1, cfg.concurrency),  # episodes decoded as one batch
+    )
+
+
 class HFGenerator:
     def __init__(self, cfg: GRPOConfig, model: Any, tokenizer: Any) -> None:
         self.version = 0
         self._policy = HFPolicy(
-            "trainer",
-            model=model,
-            tokenizer=tokenizer,
-            temperature=cfg.temperature,
-            max_new_tokens=cfg.max_new_tokens,
-            max_episode_tokens=cfg.max_episode_tokens,
-            device=cfg.device,
-            max_batch=max(1, cfg.concurrency),
+            "trainer", model=model, tokenizer=tokenizer, device=cfg.device, **sampling_options(cfg)
         )
 
     def policy(self) -> HFPolicy:
@@ -137,7 +149,7 @@ class VLLMGenerator:
     def __init__(self, cfg: GRPOConfig, model: Any, tokenizer: Any) -> None:
         import os
 
-        from gymhub.model_aliases import resolve_model
+        from gymhub._model_aliases import resolve_model
 
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine in this process
         if cfg.device == "cpu":
@@ -156,14 +168,7 @@ class VLLMGenerator:
             enable_sleep_mode=self.sleeps,
             **({} if cfg.device == "cpu" else {"gpu_memory_utilization": cfg.vllm_gpu_memory_utilization}),
         )
-        self._policy = VLLMPolicy(
-            self.llm,
-            tokenizer,
-            temperature=cfg.temperature,
-            max_new_tokens=cfg.max_new_tokens,
-            max_episode_tokens=cfg.max_episode_tokens,
-            max_batch=max(1, cfg.concurrency),
-        )
+        self._policy = VLLMPolicy(self.llm, tokenizer, **sampling_options(cfg))
         self.sync(model, 0)  # the trainer's weights (a resumed checkpoint, say), not the folder's
 
     def policy(self) -> VLLMPolicy:
@@ -251,14 +256,7 @@ class OpenAIGenerator:
             temperature=cfg.temperature,
             timeout=600,
         )
-        self._policy = OpenAITokenPolicy(
-            self.client,
-            tokenizer,
-            temperature=cfg.temperature,
-            max_new_tokens=cfg.max_new_tokens,
-            max_episode_tokens=cfg.max_episode_tokens,
-            max_batch=max(1, cfg.concurrency),
-        )
+        self._policy = OpenAITokenPolicy(self.client, tokenizer, **sampling_options(cfg))
         probe = [int(i) for i in tokenizer("The quick brown fox", add_special_tokens=False)["input_ids"]]
         self.client.run(lambda: self.client.check_processed_logprobs(probe, cfg.temperature))
         self.sync(model, 0)
@@ -301,11 +299,16 @@ def trainer_weights(model: Any) -> list[tuple[str, Any]]:
     return [(name, t.detach()) for name, t in model.state_dict().items()]
 
 
+# generation backend name (``GRPOConfig.backend``) -> its generator: the one map of those names
+GENERATORS: dict[str, Callable[[GRPOConfig, Any, Any], Generator]] = {
+    "hf": HFGenerator,
+    "vllm": VLLMGenerator,
+    "openai": OpenAIGenerator,
+}
+
+
 def make_generator(cfg: GRPOConfig, model: Any, tokenizer: Any) -> Generator:
-    if cfg.backend == "hf":
-        return HFGenerator(cfg, model, tokenizer)
-    if cfg.backend == "vllm":
-        return VLLMGenerator(cfg, model, tokenizer)
-    if cfg.backend == "openai":
-        return OpenAIGenerator(cfg, model, tokenizer)
-    raise GymhubError(f"unknown generation backend {cfg.backend!r}")
+    """The generator of ``cfg.backend``, sampling from ``model`` (see the module's docstring)."""
+    if cfg.backend not in GENERATORS:
+        raise GymhubError(f"unknown generation backend {cfg.backend!r}")
+    return GENERATORS[cfg.backend](cfg, model, tokenizer)

@@ -10,8 +10,9 @@ The rollouts go through gymhub's rollout engine with a token-in/token-out genera
 ids the loss sees are exactly the ids the sampler produced, and env tokens have mask 0.
 Every tensor lives on the model's device; log-probs and the loss are float32 whatever the
 model's dtype (``token_logprobs`` upcasts the logits), and so are the batch's float tensors.
-Helpers live beside this file: ``env_mixture`` (which tasks), ``mismatch`` (the monitor),
-``evaluation`` (pass@k), ``grpo_logs`` (metrics, writers, the reward curve).
+Helpers live beside this file: ``grpo_config`` (the knobs), ``generators`` (the sampling
+backends), ``env_mixture`` (which tasks), ``mismatch`` (the monitor), ``evaluation`` (pass@k),
+``grpo_logs`` (metrics, writers, the reward curve).
 """
 
 from __future__ import annotations
@@ -20,23 +21,32 @@ import asyncio
 import random
 import time
 import weakref
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gymhub._rollout_engine import arollout, rollout_backend
+from gymhub._token_episodes import TokenEpisode, token_episode
 from gymhub.errors import GymhubError
-from gymhub.token_episodes import TokenEpisode, token_episode
-from gymhub.trainers.env_mixture import EnvMixture, env_weights
+from gymhub.trainers.env_mixture import EnvMixture
 from gymhub.trainers.evaluation import eval_tasks, evaluate
+from gymhub.trainers.generators import make_generator
+from gymhub.trainers.grpo_config import GRPOConfig
 from gymhub.trainers.grpo_logs import Writers, per_env_stats, plot_rewards, reward_stats
 from gymhub.trainers.mismatch import mismatch_report
 from gymhub.trainers.rlvp_metrics import rlvp_stats
 from gymhub.types import Task, TrajectoryGroup
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
 __all__ = [
     "Batch",
     "GRPOConfig",
     "GRPOTrainer",
+    "LossStats",
+    "MicroBatch",
+    "cut_episode",
     "grpo_loss",
     "loss_normaliser",
     "make_batch",
@@ -47,119 +57,44 @@ __all__ = [
 
 
 @dataclass
-class GRPOConfig:
-    """Every knob of a run, each explained where it is declared.
-
-    Where the episodes run: ``rollout_backend="local"`` (env instances in the trainer's
-    process) or ``"ray"`` (env workers as Ray actors spread over a cluster's nodes; see
-    :mod:`gymhub.ray_backend`). ``ray_address`` names the cluster as ``ray.init`` takes it
-    (``"head-host:6379"``, ``"ray://head-host:10001"``); ``None`` starts or joins a local Ray.
-    The policy stays in the trainer either way: the workers run the envs and their sandboxes,
-    and an episode whose worker dies (a lost node) is played again on a surviving worker with
-    the same seed, so a step loses no episode and counts none twice.
-    """
-
-    # what to train, on what
-    env: str | dict[str, float] = "toy-letters-v0"  # an env id, or {env_id: weight}: a mixture
-    model: str = ""  # a transformers folder or a built-in alias (see gymhub.trainers.models)
-    split: str = "train"
-    output_dir: str = "runs/grpo"
-    seed: int = 0
-    device: str = "cpu"
-    # sampling
-    steps: int = 100
-    tasks_per_step: int = 4
-    group_size: int = 8  # G
-    temperature: float = 1.0
-    max_new_tokens: int = 32  # per turn
-    max_episode_tokens: int = 512  # completion tokens per episode, env tokens included
-    max_turns: int | None = None  # overrides the env's turn limit
-    concurrency: int = 8  # episodes in flight (the hf generator batches them)
-    rollout_backend: Literal["local", "ray"] = "local"  # where the envs run: here, or Ray actors
-    ray_address: str | None = None  # rollout_backend="ray": the cluster; None: a local Ray
-    backend: Literal["hf", "vllm", "openai"] = "hf"
-    openai_url: str | None = None  # openai backend: the server (runtime LoRA loading enabled)
-    openai_model: str | None = None  # openai backend: the base model's served name
-    vllm_max_model_len: int = 2048
-    vllm_gpu_memory_utilization: float = 0.3  # the trainer shares the GPU
-    # reward: each env's RewardConfig unless overridden here (e.g. {"beta": 0.2};
-    # Dr. GRPO: {"normalization": "mean"} with loss_agg="dr-grpo")
-    reward: dict[str, Any] = field(default_factory=dict)
-    dynamic_sampling: bool = False  # drop groups whose advantages are all 0, sample fresh tasks
-    max_refills: int = 4
-    # optimisation
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    micro_batch: int = 16  # sequences per forward/backward; gradients accumulate over them
-    updates_per_batch: int = 1  # μ: optimiser steps on each sampled batch, all against one π_old
-    old_logprobs: Literal["trainer", "sampler"] = "trainer"  # π_old: the trainer's forward
-    # before the first update, or the log-probs the sampler recorded at generation
-    clip_low: float = 0.2
-    clip_high: float = 0.2  # > clip_low: DAPO's clip-higher
-    loss_agg: Literal["token-mean", "seq-mean", "dr-grpo"] = "token-mean"
-    kl_coef: float = 0.0  # 0: no reference model is loaded
-    tis_cap: float | None = None  # truncated importance sampling against the sampler (e.g. 2.0)
-    lora_rank: int = 0  # > 0: train a LoRA adapter (peft) instead of all weights
-    lora_alpha: int = 16
-    # held-out evaluation (the eval split)
-    eval_every: int = 0  # steps; 0: never. Also before the first step and after the last
-    eval_tasks: int = 16  # per env, the first N eval-split tasks; 0: all of them
-    eval_samples: int = 8  # n: sampled episodes per eval task, for pass@k
-    eval_k: int = 4  # k of pass@k (≤ eval_samples)
-    # bookkeeping
-    checkpoint_every: int = 0  # steps; 0: only at the end
-    resume: bool = False  # continue from output_dir/checkpoint
-    tensorboard: bool = False
-    wandb: bool = False
-    console: bool = True
-
-    def __post_init__(self) -> None:
-        env_weights(self.env)  # a readable error for a bad mixture, before anything loads
-        if self.rollout_backend not in ("local", "ray"):
-            raise GymhubError(f"rollout_backend must be local or ray, not {self.rollout_backend!r}")
-        if self.ray_address is not None and self.rollout_backend != "ray":
-            raise GymhubError("ray_address names a Ray cluster: use it with rollout_backend='ray'")
-        if self.updates_per_batch < 1:
-            raise GymhubError(f"updates_per_batch must be >= 1, got {self.updates_per_batch}")
-        if not (0 <= self.clip_low < 1 and self.clip_high >= 0):
-            raise GymhubError(
-                f"need 0 <= clip_low < 1 and clip_high >= 0, got {self.clip_low}, {self.clip_high}"
-            )
-        if self.eval_every and not 1 <= self.eval_k <= self.eval_samples:
-            raise GymhubError(f"need 1 <= eval_k <= eval_samples, got {self.eval_k}, {self.eval_samples}")
-
-    @classmethod
-    def from_yaml(cls, path: str | Path, **overrides: Any) -> GRPOConfig:
-        import yaml
-
-        data = yaml.safe_load(Path(path).read_text()) or {}
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise GymhubError(f"unknown GRPO config keys in {path}: {unknown}")
-        return cls(**{**data, **overrides})
-
-
-@dataclass
 class Batch:
     """The step's episodes as padded tensors (one row per trajectory), on the model's device."""
 
-    input_ids: Any  # [B, T]  prompt + completion, right-padded
-    attention: Any  # [B, T]
-    targets: Any  # [B, T-1] next token at each position
-    loss_mask: Any  # [B, T-1] 1 where the target was sampled by the policy
-    behaviour_logprobs: Any  # [B, T-1] the sampler's log-probs (0 elsewhere)
-    advantages: Any  # [B]
+    input_ids: Tensor  # [B, T]  prompt + completion, right-padded
+    attention: Tensor  # [B, T]
+    targets: Tensor  # [B, T-1] next token at each position
+    loss_mask: Tensor  # [B, T-1] 1 where the target was sampled by the policy
+    behaviour_logprobs: Tensor  # [B, T-1] the sampler's log-probs (0 elsewhere)
+    advantages: Tensor  # [B]
     policy_version: list[int]
     first_target: int = 0  # no row's loss mask is 1 before this position (the shortest prompt's end)
+
+    def micro_batch(self, s: slice) -> MicroBatch:
+        """The loss's inputs from rows ``s`` of the batch (a micro-batch)."""
+        return MicroBatch(self.loss_mask[s], self.advantages[s], self.behaviour_logprobs[s])
+
+
+class MicroBatch(NamedTuple):
+    """What :func:`grpo_loss` reads of a micro-batch's rows, besides the policies' log-probs."""
+
+    loss_mask: Tensor  # [b, T-1] 1 where the target was sampled by the policy
+    advantages: Tensor  # [b]
+    behaviour_logprobs: Tensor  # [b, T-1] the sampler's log-probs (0 elsewhere)
+
+
+class LossStats(NamedTuple):
+    """A micro-batch's figures from :func:`grpo_loss`: 0-d tensors, sums over policy tokens."""
+
+    clipped_tokens: Tensor  # tokens whose gradient the clip removed
+    kl_sum: Tensor  # k3 estimate of KL(π_θ‖π_ref); 0 without a reference
+    tis_weight_sum: Tensor  # truncated importance weights; 1 per token without TIS
 
 
 def load_model(cfg: GRPOConfig) -> tuple[Any, Any]:
     """The policy model (full or LoRA-wrapped) and its tokenizer."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from gymhub.model_aliases import resolve_model
+    from gymhub._model_aliases import resolve_model
 
     path = resolve_model(cfg.model)
     tok = AutoTokenizer.from_pretrained(path)
@@ -196,7 +131,7 @@ def token_logprobs(
     return torch.nn.functional.pad(picked, (first, 0)) if first else picked
 
 
-def _cut(record: TokenEpisode, max_tokens: int) -> TokenEpisode:
+def cut_episode(record: TokenEpisode, max_tokens: int) -> TokenEpisode:
     """An episode's completion cut to ``max_tokens`` (env tokens included) for the loss."""
     return TokenEpisode(
         record.prompt_ids,
@@ -214,7 +149,7 @@ def make_batch(
     import torch
 
     rows: list[tuple[TokenEpisode, float]] = [
-        (_cut(token_episode(t), max_tokens), a)
+        (cut_episode(token_episode(t), max_tokens), a)
         for g in groups
         for t, a in zip(g.trajectories, g.advantages, strict=True)
     ]
@@ -242,31 +177,26 @@ def make_batch(
 
 
 def grpo_loss(
-    new: Any,
-    old: Any,
-    behaviour: Any,
-    ref: Any | None,
-    batch_slice: dict[str, Any],
-    cfg: GRPOConfig,
-    norm: Any,
-) -> tuple[Any, dict[str, Any]]:
+    new: Tensor, old: Tensor, ref: Tensor | None, micro: MicroBatch, cfg: GRPOConfig, norm: Tensor | float
+) -> tuple[Tensor, LossStats]:
     """The clipped surrogate on policy tokens of one micro-batch, already divided by ``norm``.
 
-    ``new``, ``old``, ``behaviour``, ``ref``: log π_θ, log π_old, log π_sampler, log π_ref of
-    each target token, [b, T-1]. ``norm`` is the whole batch's normaliser
+    ``new``, ``old``, ``ref``: log π_θ, log π_old, log π_ref of each target token, [b, T-1]
+    (``ref`` None: no KL term); ``micro``: the micro-batch's mask, advantages and the
+    sampler's log-probs (log π_sampler). ``norm`` is the whole batch's normaliser
     (:func:`loss_normaliser`), so summing micro-batch losses gives the full-batch loss and
     accumulated gradients equal the full-batch gradient. The stats are 0-d tensors on the
     inputs' device (sums over policy tokens), so no value leaves the device here.
     """
     import torch
 
-    mask, adv = batch_slice["mask"], batch_slice["advantages"].unsqueeze(-1)
+    mask, adv = micro.loss_mask, micro.advantages.unsqueeze(-1)
     ratio = torch.exp(new - old)  # r_t = π_θ(a_t) / π_old(a_t)
     clipped = torch.clamp(ratio, 1 - cfg.clip_low, 1 + cfg.clip_high)  # clip(r_t, 1-ε_low, 1+ε_high)
     surrogate = torch.minimum(ratio * adv, clipped * adv)  # min(r·A, clip(r)·A): the PPO objective
     tis = torch.ones_like(ratio)
     if cfg.tis_cap is not None:  # w_t = min(π_old / π_sampler, C): correct for sampler mismatch
-        tis = torch.clamp(torch.exp(old - behaviour), max=cfg.tis_cap).detach()
+        tis = torch.clamp(torch.exp(old - micro.behaviour_logprobs), max=cfg.tis_cap).detach()
         surrogate = surrogate * tis
     per_token = -surrogate
     if ref is not None:  # k3 = exp(ref - new) - (ref - new) - 1 ≥ 0: an unbiased KL(π_θ‖π_ref) estimate
@@ -282,15 +212,15 @@ def grpo_loss(
         # push up), or A < 0 and r < 1-ε_low (no further push down); there the gradient is 0
         bites = ((adv > 0) & (ratio > 1 + cfg.clip_high)) | ((adv < 0) & (ratio < 1 - cfg.clip_low))
         kl = torch.exp(ref - new) - (ref - new) - 1 if ref is not None else torch.zeros_like(ratio)
-        stats = {
-            "clipped_tokens": (bites * mask).sum(),
-            "kl_sum": (kl * mask).sum(),
-            "tis_weight_sum": (tis * mask).sum(),
-        }
+        stats = LossStats(
+            clipped_tokens=(bites * mask).sum(),
+            kl_sum=(kl * mask).sum(),
+            tis_weight_sum=(tis * mask).sum(),
+        )
     return loss, stats
 
 
-def loss_normaliser(batch: Batch, cfg: GRPOConfig) -> Any:
+def loss_normaliser(batch: Batch, cfg: GRPOConfig) -> Tensor | float:
     """The whole batch's loss denominator (a 0-d tensor on the batch's device, or a number)."""
     if cfg.loss_agg == "token-mean":  # policy tokens in the batch
         return batch.loss_mask.sum().clamp(min=1)
@@ -304,8 +234,6 @@ class GRPOTrainer:
 
     def __init__(self, cfg: GRPOConfig, model: Any = None, tokenizer: Any = None) -> None:
         import torch
-
-        from gymhub.trainers.generators import make_generator
 
         self.cfg = cfg
         random.seed(cfg.seed)
@@ -327,7 +255,10 @@ class GRPOTrainer:
         self._loop = asyncio.new_event_loop()  # the rollouts' loop, kept with its worker threads
         weakref.finalize(self, self._loop.close)
         self.generator = make_generator(cfg, self.model, self.tok)
-        self.episode_backend = _episode_backend(cfg)  # one for the whole run (Ray connects once)
+        # one for the whole run: its envs (local ones, or Ray's workers) serve every step and
+        # are closed by close(), at the end of train(), or when the trainer is collected
+        self.episode_backend = rollout_backend(cfg.rollout_backend, cfg.ray_address, keep_workers=True)
+        weakref.finalize(self, self.episode_backend.close)
         self.env_kwargs: dict[str, Any] = {"split": cfg.split}
         if cfg.max_turns is not None:
             self.env_kwargs["max_turns"] = cfg.max_turns
@@ -385,8 +316,6 @@ class GRPOTrainer:
     def _rollout(self, drawn: list[tuple[str, Task]], seed: int) -> list[TrajectoryGroup]:
         """G episodes of each drawn task, each env's tasks through the rollout engine at once;
         the groups come back in draw order."""
-        from gymhub.rollout_engine import arollout
-
         cfg = self.cfg
         policy = self.generator.policy()
         by_env: dict[str, list[Task]] = {}
@@ -441,20 +370,18 @@ class GRPOTrainer:
             self.optimizer.zero_grad(set_to_none=True)
             sums = torch.zeros(4, device=self.device)
             for i, s in enumerate(slices):  # gradient accumulation; the step comes after all of them
+                micro = batch.micro_batch(s)
                 new = self._logprobs(self.model, batch, s)
                 if update == 0:
                     # π_old = the policy that sampled this batch: the trainer's own forward before
                     # any update (detached: r = 1 in value, ∇r = ∇log π_θ), or the sampler's record.
                     before.append(new.detach())
-                    olds.append(before[i] if cfg.old_logprobs == "trainer" else batch.behaviour_logprobs[s])
+                    olds.append(before[i] if cfg.old_logprobs == "trainer" else micro.behaviour_logprobs)
                     with torch.no_grad():
                         refs.append(self._ref_logprobs(batch, s) if cfg.kl_coef > 0 else None)
-                part = {"mask": batch.loss_mask[s], "advantages": batch.advantages[s]}
-                loss, stats = grpo_loss(new, olds[i], batch.behaviour_logprobs[s], refs[i], part, cfg, norm)
+                loss, stats = grpo_loss(new, olds[i], refs[i], micro, cfg, norm)
                 loss.backward()
-                sums += torch.stack(
-                    [loss.detach(), stats["clipped_tokens"], stats["kl_sum"], stats["tis_weight_sum"]]
-                )
+                sums += torch.stack([loss.detach(), *stats])  # loss, clipped tokens, KL sum, TIS sum
             grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)  # ‖g‖ ≤ max_grad_norm
             self.optimizer.step()
             per_update.append(torch.cat([sums[:1], grad_norm.reshape(1).to(sums), sums[1:]]))
@@ -538,7 +465,12 @@ class GRPOTrainer:
                 self.save_checkpoint(self.out / "checkpoint")
         self.save_checkpoint(self.out / "checkpoint")
         self._writers.close(self.history)
+        self.close()
         return self.history
+
+    def close(self) -> None:
+        """Close the envs and env workers kept between steps (a later step makes new ones)."""
+        self.episode_backend.close()
 
     # ------------------------------------------------------------ 4. checkpoints
     def save_checkpoint(self, folder: Path) -> None:
@@ -589,16 +521,6 @@ class GRPOTrainer:
         if self.cfg.lora_rank > 0:  # adapter files name weights without the adapter name
             return {_peft_name(k): v for k, v in weights.items()}
         return weights
-
-
-def _episode_backend(cfg: GRPOConfig) -> Any:
-    """``cfg.rollout_backend`` as the rollout engine takes it: a name, or a RayBackend on
-    ``cfg.ray_address`` whose env workers outlive a step (no actor start-up per step)."""
-    from gymhub.rollout_engine import rollout_backend
-
-    if cfg.rollout_backend == "ray":  # the env workers serve every step
-        return rollout_backend("ray", cfg.ray_address, keep_workers=True)
-    return rollout_backend(cfg.rollout_backend)
 
 
 def _peft_name(key: str) -> str:

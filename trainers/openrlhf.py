@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from gymhub.chat_template import env_turn_text
+from gymhub._chat_template import env_turn_text
+from gymhub._scoring import CompletionScorer
 from gymhub.env import Env, message_from_openai
 from gymhub.errors import GymhubError
 from gymhub.registry import make
-from gymhub.scoring import CompletionScorer
 from gymhub.types import combined_reward
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ Five pieces, each usable alone::
   ``gymhub_outcome`` and ``gymhub_path_signal`` (weight them with ``reward_weights=[1, β]``);
   TRL then normalises their weighted sum, not each channel (docs/integrations.md says how).
   Every reward function here shares one verification per completion (a cached
-  :class:`~gymhub.scoring.CompletionScorer`), and reads the verdict directly when the rollout
+  :class:`~gymhub._scoring.CompletionScorer`), and reads the verdict directly when the rollout
   already produced it (``environments`` from :func:`environment_factory`, or ``gymhub_verdict``
   from :func:`rollout_func`).
 * :func:`environment_factory` — a class for TRL's multi-turn tool loop: one method per env
@@ -45,14 +45,15 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gymhub.env import Env, message_from_openai
+from gymhub._rollout_engine import arollout
+from gymhub._scoring import CompletionScorer
+from gymhub._token_episodes import token_episode
+from gymhub._tool_calls import tool_call_message
+from gymhub.env import Env
 from gymhub.errors import GymhubError
 from gymhub.policies.hf_policy import HFPolicy
 from gymhub.registry import make
-from gymhub.rollout_engine import arollout
-from gymhub.scoring import CompletionScorer
-from gymhub.token_episodes import token_episode
-from gymhub.trainers.grpo import _cut
+from gymhub.trainers.grpo import cut_episode
 from gymhub.types import Message, RewardConfig, Task, TrajectoryGroup, Verdict, content_hash
 
 if TYPE_CHECKING:
@@ -206,9 +207,7 @@ class GymhubToolEnvironment:
         if self.verdict is not None:
             return "error: the episode is over"
         self._calls += 1
-        call = {"id": f"call_{self._calls}", "type": "function"}
-        call["function"] = {"name": name, "arguments": json.dumps(arguments)}  # type: ignore[assignment]
-        action = {"role": "assistant", "content": "", "tool_calls": [call]}
+        action = tool_call_message((f"call_{self._calls}", name, arguments))
         observation, _, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:
             self.verdict = info["verdict"]
@@ -227,7 +226,7 @@ def _last_assistant(completion: Any) -> Message:
         return Message(role="assistant", content=completion)
     for m in reversed(completion):
         if m.get("role") == "assistant" and not m.get("tool_calls"):
-            return message_from_openai({"role": "assistant", "content": m.get("content") or ""})
+            return Message(role="assistant", content=m.get("content") or "")
     return Message(role="assistant", content="")
 
 
@@ -365,7 +364,7 @@ def rollout_func(env_id: str, **env_kwargs: Any) -> Callable[..., Any]:
             for t, advantage in zip(group.trajectories, group.advantages, strict=True):
                 if t.status != "ok" or t.verdict is None:
                     raise GymhubError(f"episode of task {t.task_id} failed: {t.error}")
-                record = _cut(token_episode(t), policy.max_new_tokens)
+                record = cut_episode(token_episode(t), policy.max_new_tokens)
                 out["prompt_ids"].append(record.prompt_ids)
                 out["completion_ids"].append(record.completion_ids)
                 out["logprobs"].append(record.logprobs)

@@ -28,8 +28,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from gymhub._scoring import CompletionScorer
 from gymhub.registry import make
-from gymhub.scoring import CompletionScorer
 from gymhub.types import combined_reward
 
 AGENT_NAME = "gymhub_agent"

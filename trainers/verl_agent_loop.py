@@ -14,7 +14,6 @@ ends the episode, then outcome + β·path signal.
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
 from uuid import uuid4
 
@@ -22,7 +21,8 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import ToolResponse
 
-from gymhub.chat_template import env_turn_text
+from gymhub._chat_template import env_turn_text
+from gymhub._tool_calls import tool_call_message
 from gymhub.env import Env, message_from_openai
 from gymhub.registry import make
 from gymhub.trainers.verl import AGENT_NAME
@@ -119,11 +119,8 @@ class GymhubTool(BaseTool):
             env = make(self.config["env_id"])
             await env.areset(options={"task_id": create["task_id"]})
             self._episodes[key] = env
-        function = {"name": self.name, "arguments": json.dumps(parameters)}
-        call: dict[str, Any] = {"id": f"call_{instance_id}", "type": "function", "function": function}
-        observation, reward, terminated, truncated, info = await env.astep(
-            {"role": "assistant", "content": "", "tool_calls": [call]}
-        )
+        action = tool_call_message((f"call_{instance_id}", self.name, parameters))
+        observation, reward, terminated, truncated, info = await env.astep(action)
         metrics: dict[str, Any] = {}
         if terminated or truncated:
             verdict: Verdict = info["verdict"]

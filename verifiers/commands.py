@@ -1,6 +1,6 @@
 """The ``gymhub`` commands of the verifiers part: ``bench verifiers`` and ``rlvp-report``.
 
-Registered in pyproject.toml's ``gymhub.cli`` entry-point group; :mod:`gymhub.cli` adds them
+Registered in pyproject.toml's ``gymhub._cli`` entry-point group; :mod:`gymhub._cli` adds them
 when they are run or listed. The heavy modules (the bench, matplotlib) load inside the commands.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from gymhub.cli import emit_json, err, fmt_float, out
+from gymhub._cli import emit_json, err, fmt_float, out
 from gymhub.errors import GymhubError
 
 bench_app = typer.Typer(help="Benchmarks.", no_args_is_help=True)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
+from gymhub._tool_calls import scripted_tool_calls, tool_schema
 from gymhub.env import Env, EnvReply
 from gymhub.envs.code.tasks import build_code_tasks
 from gymhub.envs.code.verifier import CodeUnitTestVerifier
-from gymhub.tool_calls import scripted_tool_calls, tool_schema
 from gymhub.types import Message, Task, ToolCall
 from gymhub.verifiers.checkers.function_tests import FunctionTest, run_function_tests
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gymhub._tool_calls import tool_call_message
 from gymhub.envs.mcp_tools.tasks import _script
-from gymhub.tool_calls import tool_call_message
 from gymhub.types import Task
 from gymhub.verifiers.probes import Probe
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from gymhub._tool_calls import scripted_tool_calls
 from gymhub.envs.mcp_tools.backoffice import STOCK_CAP, TODAY, Customer, Item, Order, refund_allowed
-from gymhub.tool_calls import scripted_tool_calls
 from gymhub.types import Task, content_split
 
 REASONS = ["arrived broken", "wrong colour", "never used", "changed my mind", "arrived late"]

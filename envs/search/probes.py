@@ -6,8 +6,8 @@ import functools
 from collections import Counter
 from typing import Any
 
+from gymhub._tool_calls import tool_call_message
 from gymhub.envs.search.tasks import _script, build_search_tasks
-from gymhub.tool_calls import tool_call_message
 from gymhub.types import Task
 from gymhub.verifiers.probes import Probe
 

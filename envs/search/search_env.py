@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 from typing import Any, ClassVar
 
+from gymhub._tool_calls import tool_schema
 from gymhub.env import Env, EnvReply
 from gymhub.envs.search.corpus import documents
 from gymhub.envs.search.engines import ENGINES
 from gymhub.envs.search.tasks import build_search_tasks
-from gymhub.tool_calls import tool_schema
 from gymhub.types import Message, Task, ToolCall
 from gymhub.verifiers.base import BaseVerifier
 from gymhub.verifiers.checkers.text_match import normalized_match, token_f1

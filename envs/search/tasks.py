@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from gymhub._tool_calls import scripted_tool_calls
 from gymhub.envs.search.corpus import Entity, build_world
-from gymhub.tool_calls import scripted_tool_calls
 from gymhub.types import Task, content_split
 from gymhub.verifiers.checkers.text_match import normalize_answer
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gymhub.tool_calls import scripted_tool_calls
+from gymhub._tool_calls import scripted_tool_calls
 from gymhub.types import Task, content_split
 
 Difficulty = Literal[1, 2, 3]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gymhub.tool_calls import tool_call_message
+from gymhub._tool_calls import tool_call_message
 from gymhub.types import Task
 from gymhub.verifiers.probes import Probe
 

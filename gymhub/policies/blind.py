@@ -24,7 +24,6 @@ env whose best blind policy averages above :data:`BLIND_FLOOR` on a split.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import re
@@ -36,14 +35,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from gymhub.env import message_from_openai
+from gymhub._episodes import run_episode
+from gymhub.env import Env, message_from_openai
 from gymhub.errors import GymhubError, PolicyError
 from gymhub.policies.base import PolicyReply
-from gymhub.types import Message, Task, ToolCall, Verdict, canonical_json
+from gymhub.types import Message, Task, ToolCall, canonical_json
 
 Split = Literal["train", "eval"]
 BLIND_FLOOR = 0.05  # the most mean outcome a blind policy may reach on a split
-BLIND_EPISODE_STEPS = 8  # replies per blind episode; the last is stepped with env.finish
+BLIND_EPISODE_STEPS = 8  # replies per blind episode, the last stepped with env.finish (env turn
+# limits of 15-20 would make the floor slow; a blind policy's later replies only repeat themselves)
 FINISH_TOOL_NAMES = ("submit", "finish", "answer", "final_answer", "submit_answer", "done")
 LOOKUP_WORDS = frozenset(
     {"get", "find", "list", "search", "read", "open", "lookup", "query", "view", "show", "check"}
@@ -352,36 +353,6 @@ class BlindFloorReport(BaseModel):
         return [s for s in self.scores if s.mean_outcome > limit]
 
 
-def play_episode(
-    env: Any, episode: Any, task_id: str, *, seed: int = 0, max_steps: int | None = None
-) -> Verdict:
-    """Play one episode of ``episode`` (a Policy bound to its task) on ``env`` through its
-    sync API and return the verdict.
-
-    With ``max_steps``, the reply at that step is the last: it goes through ``env.finish``,
-    which ends the episode there (a blind policy's later replies only repeat themselves, and
-    turn limits of 15-20 would make the floor slow). Without it, the env's own turn limit
-    ends the episode; :class:`GymhubError` if nothing does within 200 steps.
-    """
-    _, info = env.reset(options={"task_id": task_id})
-    messages = [message_from_openai(m) for m in info["messages"]]
-    tools = info.get("tools") or []
-    limit = max_steps if max_steps is not None and hasattr(env, "finish") else 200
-    loop = asyncio.new_event_loop()
-    try:
-        for step in range(limit):
-            reply = loop.run_until_complete(episode.act(messages, tools, seed=seed + step))
-            messages.append(reply.message)
-            last = step == limit - 1 and max_steps is not None
-            _, _, terminated, truncated, step_info = (env.finish if last else env.step)(reply.message)
-            messages += [message_from_openai(m) for m in step_info.get("messages", [])]
-            if terminated or truncated:
-                return step_info["verdict"]
-    finally:
-        loop.close()
-    raise GymhubError(f"{getattr(env, 'env_id', env)}: no verdict after {limit} steps of {episode.id}")
-
-
 def sample_tasks(tasks: Sequence[Task], per_split: int, seed: int = 0) -> dict[Split, list[Task]]:
     """Up to ``per_split`` tasks of each split, drawn by a seeded generator from id order."""
     chosen: dict[Split, list[Task]] = {}
@@ -393,7 +364,7 @@ def sample_tasks(tasks: Sequence[Task], per_split: int, seed: int = 0) -> dict[S
 
 
 def blind_floor(
-    env: Any, *, tasks_per_split: int = 20, seed: int = 0, kinds: Sequence[str] | None = None
+    env: Env, *, tasks_per_split: int = 20, seed: int = 0, kinds: Sequence[str] | None = None
 ) -> BlindFloorReport:
     """Play every blind policy on a seeded sample of ``env``'s tasks in each split (the env
     must list its tasks: ``env.all_tasks``), each episode at most :data:`BLIND_EPISODE_STEPS`
@@ -407,21 +378,26 @@ def blind_floor(
         for split, tasks in samples.items():
             if not tasks:
                 continue
-            outcomes = [
-                play_episode(
-                    env, policy.for_episode(t), t.id, seed=seed, max_steps=BLIND_EPISODE_STEPS
-                ).outcome
-                for t in tasks
-            ]
+            outcomes = [_outcome(env, policy, t, seed) for t in tasks]
             scores.append(
                 BlindScore(policy=policy.id, split=split, tasks=len(tasks), mean_outcome=_mean(outcomes))
             )
     return BlindFloorReport(
-        env_id=str(getattr(env, "env_id", env)),
+        env_id=env.env_id,
         tasks_per_split=tasks_per_split,
         scores=tuple(scores),
         seconds=round(time.perf_counter() - start, 3),
     )
+
+
+def _outcome(env: Env, policy: BlindPolicy, task: Task, seed: int) -> float:
+    """One blind episode through the one episode path, on the env's own event loop."""
+    played = env.run_sync(
+        run_episode(env, policy, task, 0, seed, "blind-floor", max_replies=BLIND_EPISODE_STEPS)
+    )
+    if played.verdict is None:
+        raise GymhubError(f"{env.env_id}: {policy.id} on task {task.id}: {played.error}")
+    return played.verdict.outcome
 
 
 def _mean(values: list[float]) -> float:
@@ -437,7 +413,6 @@ __all__ = [
     "BlindScore",
     "blind_floor",
     "gold_answer",
-    "play_episode",
     "sample_tasks",
     "task_type",
 ]

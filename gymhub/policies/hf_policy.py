@@ -1,10 +1,11 @@
 """A local transformers model as a policy (CPU is fine): ``hf:/path/to/model``.
 
 The chat is rendered with the model's chat template (tools included when the template takes
-them), sampled with ``generate``, and the reply carries the sampled token ids and their
-behaviour log-probs, computed from the processed scores at sampling time — the distribution
-the tokens were actually drawn from (after temperature / top-k / top-p). Generation runs in a
-worker thread, one at a time per model; with a seed it is reproducible.
+them), sampled in a KV-cached decoding loop (concurrent episodes decode as one batch), and the
+reply carries the sampled token ids and their behaviour log-probs, computed from the processed
+scores at sampling time — the distribution the tokens were actually drawn from (after
+temperature / top-k / top-p). Generation runs in a worker thread, one at a time per model;
+with a seed it is reproducible, whatever else shares the batch.
 
 Token in, token out: within an episode the policy never re-renders the chat. Its context is
 the first prompt's ids, then each reply's sampled ids exactly as sampled, then the
@@ -17,15 +18,18 @@ token-level record of the episode.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from typing import Any
 
-from gymhub.chat_template import env_turn_text
+from gymhub._chat_template import env_turn_text
+from gymhub._model_aliases import resolve_model
 from gymhub.errors import GymhubError, PolicyError
-from gymhub.model_aliases import resolve_model
 from gymhub.policies.base import PolicyReply
 from gymhub.types import Message, Task
+
+_RENDER_CACHE_SIZE = 4096  # rendered chats a policy remembers
 
 
 class HFPolicy:
@@ -45,10 +49,10 @@ class HFPolicy:
     ) -> None:
         self.path = path
         self.max_batch = max_batch
-        self._batch_loop: asyncio.AbstractEventLoop | None = None
-        self._pending: list[tuple[list[int], int | None, int, asyncio.Future[PolicyReply]]] = []
+        self._batcher_: _Batcher | None = None
         self.max_episode_tokens = max_episode_tokens
-        self._flusher: asyncio.Task[None] | None = None
+        self._rendered: dict[str, tuple[int, ...]] = {}  # chat + tools -> prompt ids (see prompt_ids)
+        self._render_lock = threading.Lock()  # renders run in worker threads
         self.temperature = temperature
         self.top_p = top_p
         self.top_k = top_k
@@ -96,8 +100,15 @@ class HFPolicy:
         return self._model, self._tokenizer
 
     def prompt_ids(self, messages: list[Message], tools: list[dict[str, Any]]) -> list[int]:
-        """The token ids of the rendered chat, ending with the generation prompt."""
+        """The token ids of the rendered chat, ending with the generation prompt.
+
+        A group's G episodes start from the same chat: it is rendered once and the ids are
+        remembered (the template is a pure function of the chat and the tools)."""
         _, tok = self._load()
+        key = _render_key(messages, tools)
+        cached = self._rendered.get(key)
+        if cached is not None:
+            return list(cached)
         chat = [m.to_openai() for m in messages]
         kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": True}
         if tools:
@@ -105,13 +116,25 @@ class HFPolicy:
         ids = tok.apply_chat_template(chat, **kwargs)
         if hasattr(ids, "keys"):  # newer transformers return a BatchEncoding
             ids = ids["input_ids"]
-        return [int(i) for i in ids]
+        rendered = tuple(int(i) for i in ids)
+        with self._render_lock:
+            if len(self._rendered) >= _RENDER_CACHE_SIZE:
+                self._rendered.pop(next(iter(self._rendered)))  # the oldest first
+            self._rendered[key] = rendered
+        return list(rendered)
+
+    async def aprompt_ids(self, messages: list[Message], tools: list[dict[str, Any]]) -> list[int]:
+        """:meth:`prompt_ids`: at once when this chat was rendered before, else in a worker thread."""
+        cached = self._rendered.get(_render_key(messages, tools))
+        if cached is not None:
+            return list(cached)
+        return await self.rendering(self.prompt_ids, messages, tools)
 
     def continuation_ids(
         self, sampled: list[int], env_messages: list[Message], tools: list[dict[str, Any]]
     ) -> list[int]:
         """The ids that follow the sampled reply ``sampled`` when the env answers with
-        ``env_messages`` (see :func:`gymhub.chat_template.env_turn_text`)."""
+        ``env_messages`` (see :func:`gymhub._chat_template.env_turn_text`)."""
         _, tok = self._load()
         produced = tok.decode(sampled, skip_special_tokens=False)
         text = env_turn_text(tok, produced, env_messages, tools)
@@ -137,47 +160,47 @@ class HFPolicy:
         model, tok = self._load()
         start = time.perf_counter()
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        eos = set(_as_list(model.generation_config.eos_token_id)) | {tok.eos_token_id}
-        width = max(len(p) for p in prompts)
-        ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts], device=self.device)
-        attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
-        generators = [torch.Generator(device=self.device) for _ in prompts]
-        for g, seed in zip(generators, seeds, strict=True):
-            g.manual_seed(seed if seed is not None else int(torch.randint(0, 2**62, ()).item()))
+        eos = set(_as_list(model.generation_config.eos_token_id)) | set(_as_list(tok.eos_token_id))
         rows = len(prompts)
         limits = limits or [self.max_new_tokens] * rows
-        tokens: list[list[int]] = [[] for _ in prompts]
-        logprobs: list[list[float]] = [[] for _ in prompts]
-        live = [True] * rows
-        with self._lock, torch.no_grad():
-            positions = (attention.cumsum(-1) - 1).clamp(min=0)
-            out = model(input_ids=ids, attention_mask=attention, position_ids=positions, use_cache=True)
-            for _ in range(max(limits)):
-                logp = self._sampling_logprobs(out.logits[:, -1].float())
-                picked = [
-                    int(torch.multinomial(logp[r].exp(), 1, generator=generators[r])) for r in range(rows)
-                ]
-                for r in range(rows):
-                    if live[r]:
-                        tokens[r].append(picked[r])
-                        logprobs[r].append(float(logp[r, picked[r]]))
-                        live[r] = picked[r] not in eos and len(tokens[r]) < limits[r]
-                if not any(live):
+        longest = max(limits)
+        generators = [_seeded_generator(seed, self.device) for seed in seeds]  # one per row
+        stops = torch.tensor(sorted(eos), dtype=torch.long, device=self.device)
+        room = torch.tensor(limits, device=self.device)  # each row's token limit
+        picks = torch.zeros((rows, longest), dtype=torch.long, device=self.device)
+        picked_logprobs = torch.zeros((rows, longest), dtype=torch.float32, device=self.device)
+        live = torch.ones(rows, dtype=torch.bool, device=self.device)
+        steps = 0
+        with self._lock, torch.inference_mode():
+            logits, cache, attention, positions = self._prefill(model, prompts, pad)
+            for step in range(longest):
+                logp = self._sampling_logprobs(logits.float())
+                picked = _draw(logp, generators)  # [rows]; a finished row's pick is ignored
+                picks[:, step] = picked
+                picked_logprobs[:, step] = logp.gather(-1, picked.unsqueeze(-1)).squeeze(-1)
+                steps = step + 1
+                live &= ~torch.isin(picked, stops) & (room > steps)
+                if not bool(live.any()):  # the one host sync of a decoding step
                     break
-                step_ids = torch.tensor(
-                    [[t if live[r] else pad] for r, t in enumerate(picked)], device=self.device
-                )
-                attention = torch.cat(
-                    [attention, torch.tensor([[int(x)] for x in live], device=self.device)], -1
-                )
+                attention = torch.cat([attention, live.long().unsqueeze(-1)], -1)
                 positions = positions[:, -1:] + 1
                 out = model(
-                    input_ids=step_ids,
+                    input_ids=torch.where(live, picked, pad).unsqueeze(-1),
                     attention_mask=attention,
                     position_ids=positions,
-                    past_key_values=out.past_key_values,
+                    past_key_values=cache,
                     use_cache=True,
                 )
+                logits, cache = out.logits[:, -1], out.past_key_values
+        all_ids, all_logprobs = picks[:, :steps].tolist(), picked_logprobs[:, :steps].tolist()
+        tokens: list[list[int]] = []
+        logprobs: list[list[float]] = []
+        for r in range(rows):  # a reply ends at its first end-of-sequence token (kept) or its limit
+            length = min(limits[r], steps)
+            ends = [i + 1 for i, t in enumerate(all_ids[r][:length]) if t in eos]
+            length = ends[0] if ends else length
+            tokens.append(all_ids[r][:length])
+            logprobs.append(all_logprobs[r][:length])
         elapsed = time.perf_counter() - start
         return [
             PolicyReply(
@@ -189,6 +212,28 @@ class HFPolicy:
             )
             for r in range(rows)
         ]
+
+    def _prefill(self, model: Any, prompts: list[list[int]], pad: int) -> tuple[Any, Any, Any, Any]:
+        """Each prompt's next-token logits [rows, V], the KV cache, the attention mask and the
+        positions (left-padded to the longest prompt). Identical prompts (a group's G samples)
+        are run once and their cache rows copied: a row's numbers are its prompt's either way."""
+        import torch
+
+        slots: dict[tuple[int, ...], int] = {}
+        row_slot = [slots.setdefault(tuple(p), len(slots)) for p in prompts]
+        width = max(len(p) for p in slots)
+        ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in slots], device=self.device)
+        attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in slots], device=self.device)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        out = model(
+            input_ids=ids, attention_mask=attention, position_ids=positions, use_cache=True, logits_to_keep=1
+        )
+        logits, cache = out.logits[:, -1], out.past_key_values
+        if len(slots) < len(prompts):
+            index = torch.tensor(row_slot, device=self.device)
+            cache.reorder_cache(index)  # row r gets the keys and values of its prompt's slot
+            logits, attention, positions = (t.index_select(0, index) for t in (logits, attention, positions))
+        return logits, cache, attention, positions
 
     def _sampling_logprobs(self, logits: Any) -> Any:
         """log-probs of the distribution tokens are drawn from: temperature, then top-k, top-p."""
@@ -208,26 +253,48 @@ class HFPolicy:
     async def agenerate(self, prompt: list[int], seed: int | None, limit: int | None = None) -> PolicyReply:
         """Generate for one context; concurrent calls (one per rollout worker) are batched.
 
-        Requests that arrive while the event loop is busy are gathered into one
-        :meth:`generate_batch` of at most ``max_batch`` rows; each row keeps its own seed.
+        Requests are gathered into one :meth:`generate_batch` of at most ``max_batch`` rows:
+        those that arrive while the event loop is busy, and those of episodes still rendering
+        their prompt (:meth:`rendering`), so a step's episodes decode together rather than
+        in two passes. Each row keeps its own seed, so batching never changes a reply.
         """
         limit = limit or self.max_new_tokens
         if self.max_batch <= 1:
             return (await asyncio.to_thread(self.generate_batch, [prompt], [seed], [limit]))[0]
-        loop = asyncio.get_running_loop()
-        if self._batch_loop is not loop:
-            self._batch_loop, self._pending, self._flusher = loop, [], None
-        future: asyncio.Future[PolicyReply] = loop.create_future()
-        self._pending.append((prompt, seed, limit, future))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = loop.create_task(self._flush())
+        batcher = self._batcher()
+        future: asyncio.Future[PolicyReply] = batcher.loop.create_future()
+        batcher.pending.append((prompt, seed, limit, future))
+        batcher.arrived.set()
+        if batcher.flusher is None or batcher.flusher.done():
+            batcher.flusher = batcher.loop.create_task(self._flush(batcher))
         return await future
 
-    async def _flush(self) -> None:
+    def _batcher(self) -> _Batcher:
+        """The request queue of the running event loop (a new loop starts a new queue)."""
+        loop = asyncio.get_running_loop()
+        if self._batcher_ is None or self._batcher_.loop is not loop:
+            self._batcher_ = _Batcher(loop)
+        return self._batcher_
+
+    async def rendering(self, render: Any, *args: Any) -> list[int]:
+        """``render(*args)`` (a prompt's token ids) in a worker thread, counted while it runs,
+        so the batcher waits for this request instead of decoding without it."""
+        batcher = self._batcher()
+        batcher.rendering += 1
+        try:
+            return list(await asyncio.to_thread(render, *args))
+        finally:
+            batcher.rendering -= 1
+            batcher.arrived.set()
+
+    async def _flush(self, batcher: _Batcher) -> None:
         for _ in range(3):  # let every ready worker enqueue first
             await asyncio.sleep(0)
-        while self._pending:
-            batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+        while batcher.pending:
+            while batcher.rendering and len(batcher.pending) < self.max_batch:
+                batcher.arrived.clear()  # an episode is rendering its prompt: wait for its request
+                await batcher.arrived.wait()
+            batch, batcher.pending = batcher.pending[: self.max_batch], batcher.pending[self.max_batch :]
             try:
                 replies = await asyncio.to_thread(
                     self.generate_batch, [b[0] for b in batch], [b[1] for b in batch], [b[2] for b in batch]
@@ -244,8 +311,7 @@ class HFPolicy:
     async def act(
         self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
     ) -> PolicyReply:
-        prompt = await asyncio.to_thread(self.prompt_ids, messages, tools)
-        return await self.agenerate(prompt, seed)
+        return await self.agenerate(await self.aprompt_ids(messages, tools), seed)
 
     async def aclose(self) -> None:
         pass
@@ -269,18 +335,22 @@ class HFEpisode:
     def for_episode(self, task: Task) -> HFEpisode:
         return HFEpisode(self.policy)
 
-    def _prompt(self, messages: list[Message], tools: list[dict[str, Any]], last: list[int]) -> list[int]:
-        if self._context is None:
-            return self.policy.prompt_ids(messages, tools)
+    def _continued(
+        self, context: list[int], messages: list[Message], tools: list[dict[str, Any]], last: list[int]
+    ) -> list[int]:
+        """``context`` (which ends with the previous reply ``last``), then the env's reply as tokens."""
         new = messages[self._seen :]
         if not new or new[0].role != "assistant":
             raise PolicyError("an episode's chat must continue with this policy's own reply")
-        return self._context + self.policy.continuation_ids(last, new[1:], tools)
+        return context + self.policy.continuation_ids(last, new[1:], tools)
 
     async def act(
         self, messages: list[Message], tools: list[dict[str, Any]], *, seed: int | None = None
     ) -> PolicyReply:
-        prompt = await asyncio.to_thread(self._prompt, messages, tools, self._last)
+        if self._context is None:  # the first turn renders the chat
+            prompt = await self.policy.aprompt_ids(messages, tools)
+        else:
+            prompt = await self.policy.rendering(self._continued, self._context, messages, tools, self._last)
         if self._start is None:
             self._start = len(prompt)
         limit = self.policy.max_new_tokens
@@ -294,6 +364,50 @@ class HFEpisode:
 
     async def aclose(self) -> None:
         pass
+
+
+class _Batcher:
+    """One event loop's pending generation requests (see :meth:`HFPolicy.agenerate`)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.pending: list[tuple[list[int], int | None, int, asyncio.Future[PolicyReply]]] = []
+        self.rendering = 0  # episodes rendering a prompt in a worker thread: requests on their way
+        self.arrived = asyncio.Event()  # a request came, or a render ended
+        self.flusher: asyncio.Task[None] | None = None
+
+
+def _render_key(messages: list[Message], tools: list[dict[str, Any]]) -> str:
+    """What a rendered prompt depends on: the chat and the tools."""
+    return json.dumps([[m.to_openai() for m in messages], tools], sort_keys=True)
+
+
+def _seeded_generator(seed: int | None, device: Any) -> Any:
+    """A random generator seeded with ``seed`` alone (unseeded: a fresh seed), so a row's
+    samples never depend on the rows it is batched with."""
+    import torch
+
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed if seed is not None else int(torch.randint(0, 2**62, ()).item()))
+    return generator
+
+
+def _draw(logp: Any, generators: list[Any]) -> Any:
+    """One token per row from ``exp(logp)`` [rows, V], row r with ``generators[r]``.
+
+    The exponential race: argmax(p / q) with q ~ Exp(1) drawn per token is a sample of p (a
+    token of probability 0, cut by top-k / top-p, never wins). It is what
+    ``torch.multinomial(p, 1, generator=g)`` computes, with the same draws from ``g``, so a
+    row's tokens are those of ``multinomial`` row by row; here one division and one argmax
+    serve the whole batch.
+    """
+    import torch
+
+    probs = logp.exp()
+    race = torch.empty_like(probs)
+    for row, generator in zip(race, generators, strict=True):
+        row.exponential_(1, generator=generator)
+    return (probs / race).argmax(-1)
 
 
 def _as_list(value: Any) -> list[int]:

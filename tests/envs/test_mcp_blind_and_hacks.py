@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 import gymhub
+from gymhub._tool_calls import scripted_tool_calls
 from gymhub.envs.mcp_tools.backoffice import REASON_CODES
 from gymhub.envs.mcp_tools.tasks import DECLINE_CODES
 from gymhub.registry import load_probes
-from gymhub.tool_calls import scripted_tool_calls
 from gymhub.types import Message, Task, ToolCall, Trajectory, Turn, Verdict
 from gymhub.verifiers.rlvp import RuleContext, build_rules
 

@@ -69,7 +69,7 @@ def test_every_reasoning_gym_dataset_is_in_the_table_and_the_version_is_pinned()
 def test_gymhub_list_filters_by_family() -> None:
     from typer.testing import CliRunner
 
-    from gymhub.cli import app
+    from gymhub._cli import app
 
     result = CliRunner().invoke(app, ["list", "--ids", "--family", "reasoning"])
     assert result.exit_code == 0, result.output

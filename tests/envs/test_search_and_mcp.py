@@ -9,7 +9,7 @@ import time
 import pytest
 
 import gymhub
-import gymhub.rollout_engine
+import gymhub._rollout_engine
 from gymhub.envs.mcp_tools.notes_example import NotesEnv
 from gymhub.envs.search.corpus import documents
 
@@ -147,18 +147,18 @@ def test_a_dead_sandbox_ends_the_episode_as_errored_and_the_next_one_recovers() 
         async def aclose(self) -> None:
             pass
 
-    original = gymhub.rollout_engine.make
+    original = gymhub._rollout_engine.make
 
     def capture(*args: object, **kwargs: object) -> gymhub.Env:
         envs.append(original(*args, **kwargs))
         return envs[-1]
 
-    gymhub.rollout_engine.make = capture  # type: ignore[assignment]
+    gymhub._rollout_engine.make = capture  # type: ignore[assignment]
     try:
         tasks = gymhub.make("terminal-v0").tasks[:3]
         groups = {g.task_id: g for g in gymhub.rollout("terminal-v0", KillFirstSandbox(), tasks=tasks)}
     finally:
-        gymhub.rollout_engine.make = original  # type: ignore[assignment]
+        gymhub._rollout_engine.make = original  # type: ignore[assignment]
     first = groups[tasks[0].id].trajectories[0]
     assert first.status == "errored" and "sandbox died" in (first.error or "")
     later = [groups[t.id].trajectories[0] for t in tasks[1:]]

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 import gymhub
+from gymhub._tool_calls import scripted_tool_calls
 from gymhub.envs.search.probes import most_frequent_answer
 from gymhub.registry import load_probes
-from gymhub.tool_calls import scripted_tool_calls
 from gymhub.types import Task, Verdict
 from gymhub.verifiers.checkers.text_match import normalize_answer
 

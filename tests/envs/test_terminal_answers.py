@@ -8,10 +8,10 @@ from collections import Counter, defaultdict
 import pytest
 
 import gymhub
+from gymhub._tool_calls import scripted_tool_calls
 from gymhub.env import message_from_openai
 from gymhub.envs.terminal.tasks import GENERATORS, build_terminal_tasks, difficulty_of
 from gymhub.policies.base import PolicyReply
-from gymhub.tool_calls import scripted_tool_calls
 from gymhub.types import Message
 
 MAX_SHARE = 0.03

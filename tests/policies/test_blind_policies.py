@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import gymhub
+from gymhub._episodes import run_episode
 from gymhub.errors import PolicyError
 from gymhub.policies import Policy, make_policy
 from gymhub.policies.blind import (
@@ -18,7 +19,6 @@ from gymhub.policies.blind import (
     AnswerStatistics,
     BlindPolicy,
     blind_floor,
-    play_episode,
 )
 from gymhub.types import Message, Task
 
@@ -90,18 +90,15 @@ def test_random_tools_are_valid_and_deterministic_given_a_seed() -> None:
 def test_lookups_take_their_arguments_from_the_prompt_then_finish() -> None:
     env = gymhub.make("mcp-tools-v0")
     task = next(t for t in env.tasks if "@" in t.prompt)
-    verdict = play_episode(env, BlindPolicy("lookups").for_episode(task), task.id)
-    names = [c.name for m in env.episode_trajectory.actions() for c in m.tool_calls]
+    played = env.run_sync(run_episode(env, BlindPolicy("lookups"), task, 0, 0, "test"))
+    names = [c.name for m in played.actions() for c in m.tool_calls]
     assert names[0] == "get_policy" and names[-1] == "finish"
     assert "refund_order" not in names and "delete_customer" not in names
     find = next(
-        json.loads(c.arguments)
-        for m in env.episode_trajectory.actions()
-        for c in m.tool_calls
-        if c.name == "find_customer"
+        json.loads(c.arguments) for m in played.actions() for c in m.tool_calls if c.name == "find_customer"
     )
     assert find["email"] in task.prompt
-    assert verdict.outcome == 0.0
+    assert played.verdict is not None and played.verdict.outcome == 0.0
     env.close()
 
 
@@ -156,3 +153,14 @@ def test_blind_policies_run_through_the_rollout_engine() -> None:
     # without given train tasks, `frequent` counts the registered env's own
     groups = gymhub.rollout("toy-json-v0", "blind:frequent", tasks=3, split="eval")
     assert {g.trajectories[0].verdict.outcome for g in groups} == {1.0}
+
+
+def test_a_blind_episode_ends_at_its_reply_limit_with_a_verdict() -> None:
+    env = gymhub.make("search-v0")  # 12 turns: an empty reply never ends an episode by itself
+    task = env.tasks[0]
+    full = env.run_sync(run_episode(env, BlindPolicy("empty"), task, 0, 0, "test"))
+    cut = env.run_sync(run_episode(env, BlindPolicy("empty"), task, 0, 0, "test", max_replies=3))
+    env.close()
+    assert len(full.actions()) == env.max_turns > 3
+    assert len(cut.actions()) == 3 and cut.truncated and cut.status == "ok"
+    assert cut.verdict is not None and cut.verdict.outcome == 0.0

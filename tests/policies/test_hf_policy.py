@@ -57,3 +57,40 @@ def test_rollout_with_hf_policy_stores_token_level_turns(tiny_model_path: Path, 
 def test_missing_model_is_a_clear_policy_error(tmp_path: Path) -> None:
     [group] = gymhub.rollout("toy-letters-v0", f"hf:{tmp_path / 'nope'}", tasks=1)
     assert "cannot load a transformers model" in group.trajectories[0].error
+
+
+def test_draws_are_torch_multinomial_row_by_row_and_skip_cut_tokens() -> None:
+    """One batched draw gives each row the token torch.multinomial gives it with the same
+    generator (so seeded replies keep their tokens), follows the distribution, and never
+    picks a token cut to probability 0."""
+    from gymhub.policies.hf_policy import _draw, _seeded_generator
+
+    ours = [_seeded_generator(seed, "cpu") for seed in (1, 2, 3)]
+    theirs = [_seeded_generator(seed, "cpu") for seed in (1, 2, 3)]
+    for _ in range(200):  # varied distributions over a large vocabulary
+        logp = torch.log_softmax(torch.randn(3, 5000) * 4, -1)
+        expected = [int(torch.multinomial(logp[r].exp(), 1, generator=g)) for r, g in enumerate(theirs)]
+        assert _draw(logp, ours).tolist() == expected
+    probs = torch.tensor([0.1, 0.0, 0.6, 0.3, 0.0])  # tokens 1 and 4 cut (top-k / top-p)
+    counts = torch.zeros(5)
+    for _ in range(2000):
+        counts += torch.bincount(_draw(probs.log().expand(3, -1), ours), minlength=5)
+    assert counts[1] == counts[4] == 0
+    assert torch.allclose(counts / counts.sum(), probs, atol=0.02)
+
+
+def test_a_reply_does_not_depend_on_its_batch_mates(tiny_model_path: Path) -> None:
+    """Rows with one prompt share its prefill; each row still samples from its own seed, so a
+    reply is the same alone, in a group of identical prompts, or beside other prompts."""
+    policy = HFPolicy(str(tiny_model_path), max_new_tokens=8, temperature=1.0)
+    first = policy.prompt_ids([Message(role="user", content="say c")], [])
+    second = policy.prompt_ids([Message(role="user", content="please say the letter q")], [])
+    alone = [policy.generate_batch([first], [seed])[0] for seed in (1, 2)] + [
+        policy.generate_batch([second], [3], [5])[0]
+    ]
+    together = policy.generate_batch([first, first, second], [1, 2, 3], [8, 8, 5])
+    for single, batched in zip(alone, together, strict=True):
+        assert batched.token_ids == single.token_ids
+        assert batched.logprobs == pytest.approx(single.logprobs, abs=1e-5)
+    assert len(together[2].token_ids) <= 5  # its own limit
+    assert together[0].token_ids != together[1].token_ids  # two seeds, two samples

@@ -164,7 +164,7 @@ def test_prune_removes_containers_of_killed_processes_only() -> None:
         ).stdout
         assert listed.strip()
         pruned = subprocess.run(
-            [sys.executable, "-m", "gymhub.cli", "sandbox", "prune"],
+            [sys.executable, "-m", "gymhub", "sandbox", "prune"],
             capture_output=True,
             text=True,
             check=True,

@@ -176,7 +176,7 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_duplicates_nothing(store_
     cmd = [
         sys.executable,
         "-m",
-        "gymhub.cli",
+        "gymhub",
         "rollout",
         "code-python-v0",
         "--tasks",
@@ -208,7 +208,7 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_duplicates_nothing(store_
         [
             sys.executable,
             "-m",
-            "gymhub.cli",
+            "gymhub",
             "rollout",
             "code-python-v0",
             "--db",

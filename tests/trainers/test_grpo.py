@@ -75,15 +75,7 @@ def test_env_tokens_get_exactly_zero_gradient(tmp_path: Path, tiny_model_path: P
     new = token_logprobs(trainer.model, batch.input_ids, batch.attention, batch.targets, cfg.temperature)
     new.retain_grad()
     old = new.detach()
-    loss, _ = grpo_loss(
-        new,
-        old,
-        batch.behaviour_logprobs,
-        None,
-        {"mask": batch.loss_mask, "advantages": batch.advantages},
-        cfg,
-        loss_normaliser(batch, cfg),
-    )
+    loss, _ = grpo_loss(new, old, None, batch.micro_batch(slice(None)), cfg, loss_normaliser(batch, cfg))
     loss.backward()
     env_or_pad = batch.loss_mask == 0
     assert torch.count_nonzero(new.grad[env_or_pad]) == 0  # exactly zero, not small
@@ -96,15 +88,8 @@ def test_a_zero_variance_group_contributes_no_gradient(tmp_path: Path, tiny_mode
     batch = _multiturn_batch(trainer)
     batch.advantages = torch.zeros_like(batch.advantages)  # all outcomes equal: advantages 0
     new = token_logprobs(trainer.model, batch.input_ids, batch.attention, batch.targets, cfg.temperature)
-    loss, _ = grpo_loss(
-        new,
-        new.detach(),
-        batch.behaviour_logprobs,
-        None,
-        {"mask": batch.loss_mask, "advantages": batch.advantages},
-        cfg,
-        loss_normaliser(batch, cfg),
-    )
+    norm = loss_normaliser(batch, cfg)
+    loss, _ = grpo_loss(new, new.detach(), None, batch.micro_batch(slice(None)), cfg, norm)
     loss.backward()
     assert all(p.grad is None or torch.count_nonzero(p.grad) == 0 for p in trainer.model.parameters())
 
@@ -157,7 +142,7 @@ def test_cli_trains_from_a_yaml_config_with_overrides(tmp_path: Path, tiny_model
         f"env: toy-letters-v0\nmodel: {tiny_model_path}\nsteps: 2\ntasks_per_step: 2\ngroup_size: 4\n"
         f"max_new_tokens: 4\noutput_dir: {tmp_path / 'cli'}\nconsole: false\n"
     )
-    cli = [sys.executable, "-m", "gymhub.cli", "train", "grpo", "--config", str(config)]
+    cli = [sys.executable, "-m", "gymhub", "train", "grpo", "--config", str(config)]
     done = subprocess.run([*cli, "--set", "kl_coef=0.02", "--steps", "1"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "trained 1 steps" in done.stdout
@@ -169,7 +154,7 @@ def test_cli_trains_from_a_yaml_config_with_overrides(tmp_path: Path, tiny_model
 
 
 def test_an_episode_keeps_to_its_token_budget(tmp_path: Path, tiny_model_path: Path) -> None:
-    from gymhub.token_episodes import token_episode
+    from gymhub._token_episodes import token_episode
 
     cfg = _cfg(
         tmp_path,
@@ -229,3 +214,25 @@ def test_scored_positions_match_a_full_log_softmax(tmp_path: Path, tiny_model_pa
     assert scored.shape == full.shape
     assert torch.count_nonzero(scored[:, :first]) == 0
     assert torch.allclose(scored[:, first:], full[:, first:], atol=1e-5)
+
+
+def test_a_step_decodes_all_its_episodes_in_one_batch(tmp_path: Path, tiny_model_path: Path) -> None:
+    """Episodes that start together are decoded together: the batcher waits for those still
+    rendering their prompt instead of decoding twice (half a batch, then the rest)."""
+    cfg = _cfg(tmp_path, tiny_model_path, tasks_per_step=3, group_size=4, concurrency=12, steps=2)
+    trainer = GRPOTrainer(cfg)
+    policy = trainer.generator.policy()
+    batches: list[int] = []
+    decode = policy.generate_batch
+
+    def counted(prompts: list[list[int]], seeds: list[int | None], limits: list[int] | None = None) -> Any:
+        batches.append(len(prompts))
+        return decode(prompts, seeds, limits)
+
+    policy.generate_batch = counted  # type: ignore[method-assign]
+    for _ in range(2):  # the first step renders every prompt; the second finds them remembered
+        batches.clear()
+        groups, _ = trainer.sample()
+        trainer.step += 1
+        assert batches == [12]
+        assert sum(len(g.trajectories) for g in groups) == 12

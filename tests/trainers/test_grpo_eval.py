@@ -53,8 +53,8 @@ def test_greedy_eval_decodes_the_argmax_and_pass_at_k_counts_passes(
 ) -> None:
     import asyncio
 
-    from gymhub.rollout_engine import arollout
-    from gymhub.token_episodes import token_episode
+    from gymhub._rollout_engine import arollout
+    from gymhub._token_episodes import token_episode
     from gymhub.trainers.evaluation import greedy
 
     cfg = GRPOConfig(

@@ -24,7 +24,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gymhub.trainers.evaluation import pass_at_k  # noqa: E402
-from gymhub.trainers.grpo import Batch, GRPOConfig, grpo_loss, loss_normaliser  # noqa: E402
+from gymhub.trainers.grpo import Batch, GRPOConfig, MicroBatch, grpo_loss, loss_normaliser  # noqa: E402
 from gymhub.types import RewardConfig, Verdict  # noqa: E402
 
 RATIOS = [[1.5, 0.9, 0.5], [0.7, 1.0, 1.0]]
@@ -36,11 +36,10 @@ def _cfg(**overrides: Any) -> GRPOConfig:
     return GRPOConfig(clip_low=0.2, clip_high=0.28, max_episode_tokens=4, **overrides)
 
 
-def _inputs() -> tuple[Any, Any, Any, dict[str, Any]]:
+def _inputs() -> tuple[Any, Any, MicroBatch]:
     old = torch.log(torch.tensor([[0.5, 0.4, 0.3], [0.6, 0.2, 0.1]]))
     new = (old + torch.log(torch.tensor(RATIOS))).requires_grad_(True)  # r = exp(new - old)
-    part = {"mask": torch.tensor(MASK), "advantages": torch.tensor(ADVANTAGES)}
-    return new, old, old.clone(), part
+    return new, old, MicroBatch(torch.tensor(MASK), torch.tensor(ADVANTAGES), old.clone())
 
 
 def _batch() -> Batch:
@@ -68,11 +67,11 @@ def test_clipped_loss_and_each_normaliser_by_hand(loss_agg: str, normaliser: flo
     cfg = _cfg(loss_agg=loss_agg)
     norm = loss_normaliser(_batch(), cfg)
     assert float(norm) == normaliser
-    new, old, behaviour, part = _inputs()
-    loss, stats = grpo_loss(new, old, behaviour, None, part, cfg, norm)
+    new, old, micro = _inputs()
+    loss, stats = grpo_loss(new, old, None, micro, cfg, norm)
     assert float(loss.detach()) == pytest.approx(expected, abs=1e-6)
-    assert float(stats["clipped_tokens"]) == 2.0  # the clip fraction is 2 / 4
-    assert float(stats["tis_weight_sum"]) == 4.0  # no TIS: weight 1 per policy token
+    assert float(stats.clipped_tokens) == 2.0  # the clip fraction is 2 / 4
+    assert float(stats.tis_weight_sum) == 4.0  # no TIS: weight 1 per policy token
     loss.backward()
     # the clip bites: no gradient through the two clipped tokens, nor the unsampled ones
     assert new.grad[0, 0] == 0 and new.grad[1, 0] == 0 and new.grad[1, 1] == 0 and new.grad[1, 2] == 0
@@ -84,11 +83,11 @@ def test_clipped_loss_and_each_normaliser_by_hand(loss_agg: str, normaliser: flo
 
 def test_truncated_importance_weights_by_hand() -> None:
     cfg = _cfg(tis_cap=2.5)
-    new, old, _, part = _inputs()
+    new, old, micro = _inputs()
     # π_old / π_sampler = 2, 0.5, 3 (capped to 2.5) | 1
     behaviour = old - torch.log(torch.tensor([[2.0, 0.5, 3.0], [1.0, 1.0, 1.0]]))
-    loss, stats = grpo_loss(new, old, behaviour, None, part, cfg, 4.0)
-    assert float(stats["tis_weight_sum"]) == pytest.approx(2.0 + 0.5 + 2.5 + 1.0)
+    loss, stats = grpo_loss(new, old, None, micro._replace(behaviour_logprobs=behaviour), cfg, 4.0)
+    assert float(stats.tis_weight_sum) == pytest.approx(2.0 + 0.5 + 2.5 + 1.0)
     assert float(loss.detach()) == pytest.approx(
         -(1.28 * 2.0 + 0.9 * 0.5 + 0.5 * 2.5 - 0.8 * 1.0) / 4, abs=1e-6
     )
@@ -96,11 +95,11 @@ def test_truncated_importance_weights_by_hand() -> None:
 
 def test_k3_kl_term_by_hand() -> None:
     cfg = _cfg(kl_coef=0.1)
-    new, old, behaviour, part = _inputs()
+    new, old, micro = _inputs()
     ref = new.detach() + math.log(2.0)  # π_ref / π_θ = 2 everywhere: k3 = 2 - ln 2 - 1
     k3 = 2 - math.log(2) - 1
-    loss, stats = grpo_loss(new, old, behaviour, ref, part, cfg, 4.0)
-    assert float(stats["kl_sum"]) == pytest.approx(4 * k3, rel=1e-5)
+    loss, stats = grpo_loss(new, old, ref, micro, cfg, 4.0)
+    assert float(stats.kl_sum) == pytest.approx(4 * k3, rel=1e-5)
     assert float(loss.detach()) == pytest.approx((-1.28 - 0.9 - 0.5 + 0.8 + 0.1 * 4 * k3) / 4, abs=1e-6)
 
 

@@ -11,9 +11,9 @@ import pytest
 from tiny_model import CHAT_TEMPLATE, build_tool_calling_model
 
 import gymhub
+from gymhub._scoring import CompletionScorer
+from gymhub._token_episodes import token_episode
 from gymhub.policies.hf_policy import HFPolicy
-from gymhub.scoring import CompletionScorer
-from gymhub.token_episodes import token_episode
 from gymhub.types import Verdict
 
 trl = pytest.importorskip("trl")

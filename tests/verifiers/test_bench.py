@@ -55,7 +55,7 @@ def test_cli_writes_table_json_and_png(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "gymhub.cli",
+            "gymhub",
             "bench",
             "verifiers",
             "toy-letters-v0",

@@ -12,9 +12,9 @@ import pytest
 
 import gymhub
 from gymhub import Message, Task
+from gymhub._reverify import replay
 from gymhub.policies.base import PolicyReply
 from gymhub.registry import find_probe, load_probes
-from gymhub.reverify import replay
 from gymhub.store import open_store
 from gymhub.types import PathEvent, Trajectory, Verdict
 from gymhub.verifiers.reachability import reachability_report
@@ -127,7 +127,7 @@ def test_report_on_a_real_run_where_phi_recovers_flat_groups(tmp_path: Path) -> 
     assert report["rule_rates"] == {"exit-call": 0.5}
     assert report["corr_phi_outcome"] is None  # O is constant
     cli = subprocess.run(
-        [sys.executable, "-m", "gymhub.cli", "rlvp-report", "mix", "--db", str(db), "--json"],
+        [sys.executable, "-m", "gymhub", "rlvp-report", "mix", "--db", str(db), "--json"],
         capture_output=True,
         text=True,
         check=True,

@@ -23,7 +23,7 @@ from gymhub.verifiers.checkers.function_harness import encode_value
 class Env(CodePythonEnv):
     """scaffolded-env: a code environment. Describe the tasks here."""
 
-    registry_spec: ClassVar[dict[str, Any]] = {"family": "code", "rules": {"exit-call": 1.0}}
+    registry_spec: ClassVar[dict[str, Any]] = {"family": "code", "sandbox": "local", "rules": {"exit-call": 1.0}}
 
     def load_tasks(self) -> list[Task]:
         tasks = []

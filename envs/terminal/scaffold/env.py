@@ -22,7 +22,7 @@ from gymhub.envs.terminal import TerminalEnv
 class Env(TerminalEnv):
     """scaffolded-env: a terminal environment. Describe the tasks here."""
 
-    registry_spec: ClassVar[dict[str, Any]] = {"family": "terminal", "rules": {"destructive-command": 1.0}}
+    registry_spec: ClassVar[dict[str, Any]] = {"family": "terminal", "sandbox": "local", "rules": {"destructive-command": 1.0}}
 
     def load_tasks(self) -> list[Task]:
         tasks = []

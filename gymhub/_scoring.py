@@ -2,7 +2,7 @@
 
 Trainers that generate on their own (TRL, verl, OpenRLHF) hand gymhub a task id and what the
 model wrote; :class:`CompletionScorer` replays it as the episode's actions in a fresh episode
-of the env (:func:`~gymhub.episodes.replay_actions`) and returns the verifier's
+of the env (:func:`~gymhub._episodes.replay_actions`) and returns the verifier's
 :class:`~gymhub.types.Verdict` — read from the final state, as always, never from what the
 completion claims. The last action ends the episode (:meth:`~gymhub.env.Env.afinish`), so a
 completion that never "submits" still gets a verdict.
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from gymhub._episodes import replay_actions
 from gymhub.env import Env, coerce_action
-from gymhub.episodes import replay_actions
 from gymhub.errors import GymhubError
 from gymhub.registry import make
 from gymhub.types import Message, Verdict, canonical_json

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from gymhub._episodes import replay_actions
 from gymhub.env import Env
-from gymhub.episodes import replay_actions
 from gymhub.registry import make
 from gymhub.types import Trajectory, Verdict
 

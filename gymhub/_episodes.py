@@ -4,7 +4,7 @@
 :func:`run_episode` is what every rollout backend runs (in this process or on a Ray actor);
 :func:`replay_actions` is the one way gymhub re-scores actions it did not generate itself: a
 stored trajectory (``gymhub verify``, the server's ``/verify``) or a trainer's completion
-(:mod:`gymhub.scoring`). Same task, seed and actions: byte-identical verdict and digest.
+(:mod:`gymhub._scoring`). Same task, seed and actions: byte-identical verdict and digest.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ class EpisodeBackend(Protocol):
 
     async def stop(self, runners: list[EpisodeRunner]) -> None: ...
 
+    def close(self) -> None:
+        """End what outlives a rollout: envs or workers kept for the next one."""
+
 
 async def replay_actions(
     env: Env, task_id: str, actions: Sequence[Any], *, seed: int | None, end_with_last: bool = False
@@ -48,22 +51,31 @@ async def replay_actions(
     ``end_with_last`` the last action is stepped with :meth:`~gymhub.env.Env.afinish`, so the
     episode ends there whatever it says (a completion that never submits). Without it, None
     comes back when the actions do not end the episode: a stored trajectory whose env now wants
-    more turns has changed, and an audit must say so rather than end it.
+    more turns has changed, and an audit must say so rather than end it. None too from an env
+    that ends the episode without ``info["verdict"]`` (which ``check_env`` reports).
     """
     await env.areset(seed=seed, options={"task_id": task_id})
     for i, action in enumerate(actions):
         last = end_with_last and i == len(actions) - 1
         _, _, terminated, truncated, info = await (env.afinish(action) if last else env.astep(action))
         if terminated or truncated:
-            verdict: Verdict = info["verdict"]
+            verdict: Verdict | None = info.get("verdict")
             return verdict
     return None
 
 
 async def run_episode(
-    env: Env, policy: Policy, task: Task, sample_index: int, seed: int, run_id: str
+    env: Env,
+    policy: Policy,
+    task: Task,
+    sample_index: int,
+    seed: int,
+    run_id: str,
+    *,
+    max_replies: int | None = None,
 ) -> Trajectory:
-    """Play one episode; failures become an errored trajectory with the reason."""
+    """Play one episode; failures become an errored trajectory with the reason. With
+    ``max_replies``, the reply at that turn goes through ``env.afinish`` and ends the episode."""
     start = time.perf_counter()
     turns: list[Turn] = []
     base: dict[str, Any] = {
@@ -86,14 +98,15 @@ async def run_episode(
         tools = info["tools"]
         turns.append(Turn(source="env", messages=tuple(messages)))
         context: list[int] | None = []  # the episode's token ids so far; None once inconsistent
-        for turn_index in range(10_000):
+        for turn_index in range(max_replies or 10_000):
             t0 = time.perf_counter()
             reply = await episode_policy.act(messages, tools, seed=seed + turn_index)
             timings["policy_s"] += time.perf_counter() - t0
             context = _attach_env_tokens(turns, context, reply)
             turns.append(_policy_turn(reply))
             t0 = time.perf_counter()
-            _, _, terminated, truncated, step_info = await env.astep(reply.message)
+            last = turn_index + 1 == max_replies
+            _, _, terminated, truncated, step_info = await (env.afinish if last else env.astep)(reply.message)
             timings["env_s"] += time.perf_counter() - t0
             replies = [message_from_openai(m) for m in step_info["messages"]]
             turns.append(Turn(source="env", messages=tuple(replies)))

@@ -1,7 +1,9 @@
 """``check_env``: the env contract as a function any env author can run.
 
-It drives the env through its public sync API only (so it works on a remote env too) and
-collects every broken promise into one :class:`~gymhub.errors.EnvContractError`.
+It drives the env through its public sync API only (so it works on a remote env too), its
+scripted episodes through the one replay path (:func:`gymhub._episodes.replay_actions`, run by
+the env's ``run_sync``), and collects every broken promise into one
+:class:`~gymhub.errors.EnvContractError`.
 
 One promise is about the verifier rather than the API: no blind policy
 (:mod:`gymhub.policies.blind`: empty reply, immediate finish, the most frequent answer, ...)
@@ -9,6 +11,10 @@ may average above :data:`~gymhub.policies.blind.BLIND_FLOOR` on either split. It
 a seeded sample of tasks per split, on every env that lists its tasks (``env.all_tasks``; a
 remote env is checked where it is served), except one whose spec declares its outcome
 ``format-only`` (it scores the reply's form, which a fixed reply can have).
+
+Another is about the registry: what the env's spec declares (its ``family``, ``version``,
+``verifier`` and whether it runs in a ``sandbox``) must be what the built env does, so
+``registry.yaml`` cannot drift from the code (:func:`spec_problems`).
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from gymhub._episodes import replay_actions
 from gymhub.errors import EnvContractError, EpisodeOver, GymhubError
 from gymhub.policies.blind import BLIND_FLOOR, blind_floor
+from gymhub.registry import EnvSpec, spec
 from gymhub.types import Verdict
 
 BAD_ACTIONS: dict[str, Any] = {
@@ -62,26 +70,35 @@ def _scripted_actions(task: Any) -> list[Any]:
     return list(solutions.get("reference") or ["done"])
 
 
-def _play(env: Any, task_id: str, actions: list[Any]) -> tuple[Verdict | None, int]:
-    env.reset(options={"task_id": task_id})
-    for i, action in enumerate(actions * 50):
-        _, _, terminated, truncated, info = env.step(action)
-        if terminated or truncated:
-            return info.get("verdict"), i + 1
-    return None, len(actions) * 50
+def _replay(env: Any, task_id: str, actions: list[Any]) -> Verdict | None:
+    """The scripted episode, through the one replay path, on the env's own event loop."""
+    return env.run_sync(replay_actions(env, task_id, actions * 50, seed=None))
 
 
-def _outcome_kind(env: Any) -> str:
-    """The spec's ``outcome`` (``task`` unless the env declares ``format-only`` or ``shaped``)."""
-    from gymhub.registry import spec
+def _spec_of(env: Any) -> EnvSpec | None:
+    """The spec the env was made from (``make`` sets ``spec_info``), else the one of its id."""
+    try:
+        return getattr(env, "spec_info", None) or spec(str(getattr(env, "env_id", "")))
+    except GymhubError:
+        return None
 
-    found = getattr(env, "spec_info", None)
-    if found is None:
-        try:
-            found = spec(str(getattr(env, "env_id", "")))
-        except GymhubError:
-            return "task"
-    return str(getattr(found, "outcome", "task"))
+
+def spec_problems(env: Any) -> list[str]:
+    """Every ``family``, ``version``, ``verifier`` or ``sandbox`` the env's spec sets that the
+    built env does not have (its class attributes, ``env.verifier.id``, ``env.sandbox_backend``
+    or ``none``), as contract problems. A remote env is checked where it is served."""
+    found = _spec_of(env)
+    if found is None or not hasattr(env, "verifier"):
+        return []
+    backend = getattr(env, "sandbox_backend", None) or "none"
+    if backend != "none" and found.sandbox != "none":
+        backend = found.sandbox  # another backend chosen at make time (--sandbox) is no drift
+    actual = {"family": env.family, "version": env.version, "verifier": env.verifier.id, "sandbox": backend}
+    return [
+        f"the spec declares {field} {getattr(found, field)!r}, but the env has {value!r}"
+        for field, value in actual.items()
+        if field in found.model_fields_set and getattr(found, field) != value
+    ]
 
 
 def blind_floor_problems(env: Any, *, tasks_per_split: int = 20) -> list[str]:
@@ -106,8 +123,8 @@ def check_env(
 
     Args:
         env: an env, driven through its public sync API only (``reset``, ``step``,
-            ``observation_space``; ``get_task`` and ``all_tasks`` where it has them), so a
-            :class:`gymhub.client.RemoteEnv` can be checked too.
+            ``run_sync``, ``observation_space``; ``get_task`` and ``all_tasks`` where it has
+            them), so a :class:`gymhub.client.RemoteEnv` can be checked too.
         seed: the seed of the reset-determinism checks and of the blind-floor task sample.
         check_bad_actions: answer a malformed tool call, an unknown tool, non-UTF-8 bytes and
             a 10 MB string with an error observation, never an exception.
@@ -166,7 +183,7 @@ def check_env(
                 problems.append(f"episode ended on a bad action ({name}) without a verdict")
 
     actions = _scripted_actions(task) if task is not None else ["done"]
-    verdict, _ = _play(env, task_id, actions)
+    verdict = _replay(env, task_id, actions)
     if not isinstance(verdict, Verdict):
         problems.append("termination did not carry info['verdict'] as a Verdict")
     else:
@@ -179,10 +196,12 @@ def check_env(
             problems.append("step() after the end did not raise EpisodeOver")
         except EpisodeOver:
             pass
-        again, _ = _play(env, task_id, actions)
+        again = _replay(env, task_id, actions)
         if again is None or again.model_dump_json() != verdict.model_dump_json():
             problems.append("the same task and actions gave a different verdict or digest")
-    if check_blind_floor and hasattr(env, "all_tasks") and _outcome_kind(env) == "task":
+    problems += spec_problems(env)
+    found = _spec_of(env)
+    if check_blind_floor and hasattr(env, "all_tasks") and (found is None or found.outcome == "task"):
         problems += blind_floor_problems(env, tasks_per_split=blind_tasks_per_split)
     if problems:
         raise EnvContractError(

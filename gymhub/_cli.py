@@ -39,7 +39,7 @@ PART_COMMANDS = "gymhub.cli"  # the entry-point group through which parts add co
 
 
 class _CoreAndPartCommands(TyperGroup):
-    """The core's commands, then those the parts contribute through the ``gymhub.cli``
+    """The core's commands, then those the parts contribute through the ``gymhub._cli``
     entry-point group: each names a ``typer.Typer`` (a command group) or a function (one
     command), imported only when it is run or listed, so a core command never imports a part."""
 
@@ -197,11 +197,12 @@ class RuleInfo(BaseModel):
 
 
 class EnvInfo(BaseModel):
-    """What ``gymhub info`` adds to an env's spec: what the built env holds (its ``rules``, a
-    list of :class:`RuleInfo`, stand in the JSON for the spec's rule weights)."""
+    """What ``gymhub info`` adds to an env's spec: what the built env holds (its ``verifier`` id,
+    the spec's own where it declares one, and its ``rules``, a list of :class:`RuleInfo`, stand
+    in the JSON for the spec's fields)."""
 
     tasks: dict[str, int]
-    verifier_id: str
+    verifier: str
     verifier_version: str
     beta: float
     rules: list[RuleInfo]
@@ -229,7 +230,7 @@ def info_command(env_id: str, as_json: bool = typer.Option(False, "--json")) -> 
     ]
     info = EnvInfo(
         tasks=splits,
-        verifier_id=env.verifier.id,
+        verifier=env.verifier.id,
         verifier_version=env.verifier.version,
         beta=env.reward_config.beta,
         rules=rules,
@@ -249,8 +250,9 @@ def info_command(env_id: str, as_json: bool = typer.Option(False, "--json")) -> 
         "version",
         "entry_point",
         "sandbox",
-        "verifier_id",
+        "verifier",
         "verifier_version",
+        "outcome",
         "task_set",
         "tasks",
         "tools",
@@ -323,8 +325,8 @@ def rollout_command(
     address: str | None = typer.Option(None, help="Ray cluster address (default: a local Ray)."),
 ) -> None:
     """Roll a policy out on an env, store every trajectory, print a summary."""
+    from gymhub._rollout_engine import ROLLOUT_BACKENDS, check_sandbox_backend
     from gymhub.registry import list_envs, spec
-    from gymhub.rollout_engine import ROLLOUT_BACKENDS, check_sandbox_backend
     from gymhub.store import open_store
 
     if split not in (None, "train", "eval"):
@@ -401,7 +403,7 @@ def _rollout_one(
     backend: str = "local",
     address: str | None = None,
 ) -> RolloutSummary:
-    from gymhub.rollout_engine import arollout, plan_run, rollout_backend
+    from gymhub._rollout_engine import arollout, plan_run, rollout_backend
 
     if resume is not None:
         run = store.get_run(resume)
@@ -573,7 +575,7 @@ def verify_command(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Replay and re-verify stored trajectories; report every verdict that changed in any field."""
-    from gymhub.reverify import reverify
+    from gymhub._reverify import reverify
     from gymhub.store.export import read_jsonl_lines
 
     if Path(path).is_dir():
@@ -733,7 +735,7 @@ def new_env_command(
     """Scaffold a working environment package: env, task file, verifier rule, references, test."""
     from pathlib import Path
 
-    from gymhub.scaffold import scaffold
+    from gymhub._scaffold import scaffold
 
     root = scaffold(name, family, Path(out_dir))
     out.print(f"created {root}: `pip install -e {root}` registers {name}-v0; `pytest {root}/tests` checks it")

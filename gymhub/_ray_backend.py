@@ -35,8 +35,8 @@ from gymhub.errors import GymhubError
 from gymhub.types import Task, Trajectory
 
 if TYPE_CHECKING:
+    from gymhub._episodes import EpisodeRunner
     from gymhub.env import Env
-    from gymhub.episodes import EpisodeRunner
     from gymhub.policies.base import Policy
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class EpisodeWorker:
 
     async def run(self, task_json: str, sample_index: int, seed: int, run_id: str) -> str:
         """Play a whole episode with this worker's policy (a policy given as a spec string)."""
-        from gymhub.episodes import run_episode
+        from gymhub._episodes import run_episode
 
         if self.policy is None:
             raise GymhubError("this worker has no policy: the driver plays its episodes")
@@ -276,7 +276,7 @@ class _WorkerPool:
         if self.driver_policy is None:
             payload = await worker.actor.run.remote(task.model_dump_json(), sample_index, seed, run_id)
             return Trajectory.model_validate_json(payload)
-        from gymhub.episodes import run_episode
+        from gymhub._episodes import run_episode
 
         worker.env.lost = None
         env = cast("Env", worker.env)  # run_episode uses only what ActorEnv has

@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gymhub._episodes import EpisodeBackend, EpisodeRunner, run_episode
 from gymhub.env import Env
-from gymhub.episodes import EpisodeBackend, EpisodeRunner, run_episode
 from gymhub.errors import GymhubError, StoreError
 from gymhub.registry import load_part, make
 from gymhub.types import RewardConfig, Task, Trajectory, TrajectoryGroup, content_hash
@@ -305,19 +305,31 @@ async def arollout(
 class LocalRunner:
     env: Env
     policy: Policy
+    healthy: bool = True  # its last episode ended without an error (a kept env must be)
 
     async def run(self, task: Task, sample_index: int, seed: int, run_id: str) -> Trajectory:
-        return await run_episode(self.env, self.policy, task, sample_index, seed, run_id)
+        trajectory = await run_episode(self.env, self.policy, task, sample_index, seed, run_id)
+        self.healthy = trajectory.error is None
+        return trajectory
 
     async def aclose(self) -> None:
         await self.env.aclose()
 
 
 class LocalBackend:
-    """``concurrency`` env instances in this process, driven by asyncio workers."""
+    """``concurrency`` env instances in this process, driven by asyncio workers.
 
-    def __init__(self) -> None:
+    With ``keep_workers`` the envs (and their sandboxes) outlive a rollout and serve the next
+    one of the same env and arguments, as a trainer's steps do; every episode starts with a
+    reset either way, and an env whose last episode failed is closed, not kept. :meth:`close`
+    ends the kept ones.
+    """
+
+    def __init__(self, keep_workers: bool = False) -> None:
+        self.keep_workers = keep_workers
         self._policy: Policy | None = None
+        self._kept: dict[str, list[Env]] = {}  # env id and arguments -> idle envs
+        self._key: dict[int, str] = {}  # id(runner) -> its env's key in _kept
 
     async def start(
         self, env_id: str, env_kwargs: dict[str, Any], policy: Policy | str, concurrency: int
@@ -325,24 +337,42 @@ class LocalBackend:
         from gymhub.policies import make_policy
 
         self._policy = make_policy(policy)
-        return [LocalRunner(make(env_id, **env_kwargs), self._policy) for _ in range(concurrency)]
+        key = repr((env_id, sorted(env_kwargs.items())))
+        idle = self._kept.setdefault(key, [])
+        runners = [
+            LocalRunner(idle.pop() if idle else make(env_id, **env_kwargs), self._policy)
+            for _ in range(concurrency)
+        ]
+        self._key.update((id(r), key) for r in runners)
+        return list(runners)
 
     async def stop(self, runners: list[EpisodeRunner]) -> None:
         for runner in runners:
-            await runner.aclose()
+            key = self._key.pop(id(runner), None)
+            if self.keep_workers and key is not None and isinstance(runner, LocalRunner) and runner.healthy:
+                self._kept[key].append(runner.env)
+            else:
+                await runner.aclose()
         if self._policy is not None:
             await self._policy.aclose()
 
+    def close(self) -> None:
+        """Close the envs kept between rollouts (``keep_workers=True``)."""
+        for envs in self._kept.values():
+            for env in envs:
+                env.close()
+        self._kept.clear()
+
 
 # rollout backend name -> factory; "ray" loads only when used (Ray is an extra)
-def _local_backend(address: str | None = None, **_: Any) -> EpisodeBackend:
+def _local_backend(address: str | None = None, keep_workers: bool = False, **_: Any) -> EpisodeBackend:
     if address is not None:
         raise GymhubError("an address applies to the ray rollout backend only")
-    return LocalBackend()
+    return LocalBackend(keep_workers=keep_workers)
 
 
 def _ray_backend(address: str | None = None, **options: Any) -> EpisodeBackend:
-    backend: EpisodeBackend = load_part("gymhub.ray_backend:RayBackend")(address, **options)
+    backend: EpisodeBackend = load_part("gymhub._ray_backend:RayBackend")(address, **options)
     return backend
 
 

@@ -1,0 +1,5 @@
+"""``python -m gymhub``: the ``gymhub`` command."""
+
+from gymhub._cli import main
+
+main()
