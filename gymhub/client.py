@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from gymhub.env import TextSpace
+from gymhub.env import TextSpace, run_on_own_loop
 from gymhub.errors import BadAction, EpisodeOver, GymhubError
 from gymhub.types import Message, SessionStarted, StepResult, Verdict
 
@@ -112,9 +112,7 @@ class RemoteEnv:
 
     def run_sync(self, coro: Any) -> Any:
         """Run a coroutine of this env on its private event loop (one loop for its async client)."""
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-        return self._loop.run_until_complete(coro)
+        return run_on_own_loop(self, coro)
 
     def _drop_session(self) -> None:
         if self.session_id is not None:

@@ -70,6 +70,14 @@ class TextSpace(spaces.Text):
 _TEXT_SPACES: dict[int, TextSpace] = {}  # max_length -> an unused space, never seeded
 
 
+def run_on_own_loop(owner: Any, coro: Any) -> Any:
+    """Run ``coro`` to completion on ``owner._loop``, the event loop an env (local or remote)
+    keeps for its sync methods, made on first use."""
+    if owner._loop is None:
+        owner._loop = asyncio.new_event_loop()
+    return owner._loop.run_until_complete(coro)
+
+
 @runtime_checkable
 class Verifier(Protocol):
     """Scores an episode: ``verify(task, final_state, trajectory) -> Verdict``, pure and
@@ -350,9 +358,7 @@ class Env(gymnasium.Env[str, Any]):
 
     def run_sync(self, coro: Any) -> Any:
         """Run a coroutine of this env on its private event loop (how the sync methods run)."""
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-        return self._loop.run_until_complete(coro)
+        return run_on_own_loop(self, coro)
 
     # ----------------------------------------------------------- internals
     @property
